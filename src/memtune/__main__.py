@@ -1,0 +1,5 @@
+import sys
+
+from memtune.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,44 @@
+"""Shared fixtures. Real traces live in ../shared/traces (never copied here).
+
+Where ../shared is absent (a user's machine) tests that need it skip with a
+reason; under CI (CI=true) they fail instead, so a missing data set can never
+turn CI green by skipping.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_TRACES = Path(os.environ.get("MEMTUNE_SHARED_TRACES", REPO.parent / "shared" / "traces"))
+
+SNAPSHOTS = sorted(p.name for p in SHARED_TRACES.glob("pytorch-snapshot-*.pickle")) if SHARED_TRACES.is_dir() else []
+ALL_TRACES = sorted(p.name for p in SHARED_TRACES.iterdir() if p.name != "README.md") if SHARED_TRACES.is_dir() else []
+
+
+def shared_trace(name: str) -> Path:
+    """Path of a real trace in ../shared/traces; skip (or fail under CI) if absent."""
+    path = SHARED_TRACES / name
+    if not path.exists():
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI=true but the shared trace {path} is missing")
+        pytest.skip(f"shared trace {path} is not present on this machine")
+    return path
+
+
+@pytest.fixture
+def shared_traces_dir() -> Path:
+    if not SHARED_TRACES.is_dir():
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI=true but {SHARED_TRACES} is missing")
+        pytest.skip(f"{SHARED_TRACES} is not present on this machine")
+    return SHARED_TRACES
+
+
+@pytest.fixture
+def shared_trace_path():
+    """Factory fixture: ``shared_trace_path("lifetimes-resnet50.csv") -> Path``."""
+    return shared_trace
