@@ -10,16 +10,17 @@ import click
 
 from memtune.errors import MemtuneError
 
-# subcommand -> "module:attribute" of a click command or group
-SUBCOMMANDS: dict[str, str] = {
-    "env": "memtune.cli.env:env",
-    "replay": "memtune.cli.replay:replay",
-    "convert": "memtune.cli.convert:convert",
-    "record": "memtune.cli.record:record",
-    "sweep": "memtune.cli.sweep:sweep",
-    "plan": "memtune.cli.plan:plan",
-    "demo": "memtune.cli.demo:demo",
-    "presets": "memtune.cli.replay:presets",
+# subcommand -> ("module:attribute" of a click command or group, one-line help).
+# The help lines live here so `memtune --help` imports no subcommand.
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("memtune.cli.demo:demo", "Replay bundled real traces under every preset; write a report."),
+    "env": ("memtune.cli.env:env", "Show, check, explain and document configuration variables."),
+    "replay": ("memtune.cli.replay:replay", "Replay a trace under one or all allocator presets."),
+    "sweep": ("memtune.cli.sweep:sweep", "Replay traces x presets x settings in parallel and rank them."),
+    "plan": ("memtune.cli.plan:plan", "Learn a repeating step and pack it offline (plan mode)."),
+    "convert": ("memtune.cli.convert:convert", "Convert any supported trace to memtune's JSON Lines format."),
+    "record": ("memtune.cli.record:record", "Run a PyTorch script and record its allocations."),
+    "presets": ("memtune.cli.replay:presets", "List allocator presets and their settings."),
 }
 
 
@@ -28,11 +29,16 @@ class LazyGroup(click.Group):
         return sorted(SUBCOMMANDS)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        target = SUBCOMMANDS.get(name)
-        if target is None:
+        entry = SUBCOMMANDS.get(name)
+        if entry is None:
             return None
-        module_name, _, attr = target.partition(":")
+        module_name, _, attr = entry[0].partition(":")
         return getattr(importlib.import_module(module_name), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, SUBCOMMANDS[name][1]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def resolve_command(self, ctx, args):  # type: ignore[override]
         name = args[0] if args else None
