@@ -42,3 +42,16 @@ def shared_traces_dir() -> Path:
 def shared_trace_path():
     """Factory fixture: ``shared_trace_path("lifetimes-resnet50.csv") -> Path``."""
     return shared_trace
+
+
+@pytest.fixture(autouse=True)
+def _fresh_config_reads():
+    """Every test starts with no read-once variable read yet, so a test that
+    overrides one (allowed only before its first read) does not depend on which
+    tests ran before it. Cheap; imports nothing if memtune.config is not loaded."""
+    import sys
+
+    cfg = sys.modules.get("memtune.config")
+    if cfg is not None:
+        cfg.reset_for_tests()
+    yield

@@ -8,6 +8,7 @@ ambiguous and rejected rather than guessed.
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
 UNITS: dict[str, int] = {
     "b": 1,
@@ -39,12 +40,13 @@ def parse_bytes(text: str | int) -> int:
     m = _SIZE_RE.match(str(text))
     if not m:
         raise ValueError(f"expected {ACCEPTED_BYTES}; got {text!r}")
-    unit = m.group("unit").lower()
+    unit = m.group("unit").lower() or "b"  # a bare number is bytes
     if unit not in UNITS:
         raise ValueError(f"unknown unit {m.group('unit')!r} in {text!r}; expected {ACCEPTED_BYTES}")
-    number = float(m.group("num") + (f"e{m.group('exp')}" if m.group("exp") else ""))
+    # exact arithmetic: a float would round sizes above 2**53 bytes
+    number = Fraction(m.group("num")) * Fraction(10) ** int(m.group("exp") or 0)
     value = number * UNITS[unit]
-    if value != int(value):
+    if value.denominator != 1:
         raise ValueError(f"{text!r} is not a whole number of bytes")
     return int(value)
 

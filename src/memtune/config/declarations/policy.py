@@ -1,0 +1,142 @@
+"""Knobs of memtune's own allocation policy (presets ``memtune`` and ``memtune-plan``).
+
+Read when an allocator is created; explicit settings (``memtune.allocator("memtune",
+slack=0.01)``, ``--set slack=0.01``) override them. See
+:mod:`memtune.allocator.arena` (online policy) and :mod:`memtune.trace.plan`
+(plan mode) for what each one trades.
+"""
+
+from __future__ import annotations
+
+from memtune.config import declare, rule
+from memtune.config.registry import Variable
+from memtune.config.types import Bytes, Float, Int, SizeOrFraction
+
+GROUP = "memtune"
+REFERENCE = "src/memtune/allocator/arena.py, src/memtune/trace/plan.py"
+
+declare(
+    Variable(
+        name="MEMTUNE_PAGE_SIZE",
+        type=Bytes(min=512),
+        default=2 * 1024 * 1024,
+        doc="Granularity at which memtune maps device memory into its virtual regions (CUDA's VMM "
+        "granularity is 2 MiB). Must be a power of two of at least 512 B. Smaller pages track live "
+        "memory more closely; real GPUs cannot go below 2 MiB.",
+        group=GROUP,
+        reference=REFERENCE,
+    )
+)
+
+declare(
+    Variable(
+        name="MEMTUNE_SLACK",
+        type=Float(min=0.0, max=1.0),
+        default=0.02,
+        doc="How far reserved memory may exceed the highest live bytes seen (0.02 = 2 %) before memtune "
+        "unmaps free pages to make room for a new mapping. 0 = unmap as soon as anything is free (more "
+        "device calls); larger values trade memory for fewer device calls.",
+        group=GROUP,
+        reference=REFERENCE,
+    )
+)
+
+declare(
+    Variable(
+        name="MEMTUNE_GROWTH",
+        type=Float(min=0.0, max=1.0),
+        default=1 / 32,
+        doc="When a region must grow, memtune maps this share of the peak live bytes beyond the request "
+        "(at most MEMTUNE_GROWTH_MAX), so a burst of allocations costs one device call.",
+        group=GROUP,
+        reference=REFERENCE,
+    )
+)
+
+declare(
+    Variable(
+        name="MEMTUNE_GROWTH_MAX",
+        type=Bytes(),
+        default=20 * 1024 * 1024,
+        doc="Upper bound of the extra bytes mapped when a region grows (see MEMTUNE_GROWTH).",
+        group=GROUP,
+        reference=REFERENCE,
+    )
+)
+
+declare(
+    Variable(
+        name="MEMTUNE_SMALL_SIZE",
+        type=Bytes(),
+        default=0,
+        doc="Requests up to this size get their own virtual region per stream, apart from larger ones. "
+        "0 = one region per stream, where small blocks fill the holes large blocks leave.",
+        group=GROUP,
+        reference=REFERENCE,
+    )
+)
+
+declare(
+    Variable(
+        name="MEMTUNE_TRIM_BUDGET",
+        type=Float(min=0.0),
+        default=0.5,
+        doc="Unmapping pages a repeating workload is still using (freed since live bytes last peaked) is "
+        "limited to this many device calls per call that grew a region (plus a few). Bounds device calls "
+        "in steady state; 0 never unmaps such pages, larger values track live memory more tightly.",
+        group=GROUP,
+        reference=REFERENCE,
+    )
+)
+
+declare(
+    Variable(
+        name="MEMTUNE_HIGH_WATERMARK",
+        type=SizeOrFraction(),
+        default=0,
+        doc="Hard limit of memtune's reserved memory: a byte size (16GiB) or a share of the device (90%). "
+        "Past it, free pages are unmapped and the request retried before OutOfMemoryError. 0 = the device's "
+        "capacity is the only limit.",
+        group=GROUP,
+        reference=REFERENCE,
+    )
+)
+
+declare(
+    Variable(
+        name="MEMTUNE_PLAN_MIN_PERIOD",
+        type=Int(min=2),
+        default=4,
+        doc="Plan mode (memtune-plan): the shortest repeating step, in allocation events, worth planning.",
+        group=GROUP,
+        reference=REFERENCE,
+    )
+)
+
+declare(
+    Variable(
+        name="MEMTUNE_PLAN_MAX_PERIOD",
+        type=Int(min=2),
+        default=32768,
+        doc="Plan mode (memtune-plan): the longest repeating step, in allocation events, looked for. "
+        "Memory for the learning history grows with it.",
+        group=GROUP,
+        reference=REFERENCE,
+    )
+)
+
+
+@rule("MEMTUNE_PAGE_SIZE")
+def _page_power_of_two(page: int) -> str | None:
+    """The page size must be a power of two (mapping granularity)."""
+    if page <= 0 or page & (page - 1):
+        return f"MEMTUNE_PAGE_SIZE ({page}) must be a power of two, e.g. 2MiB"
+    return None
+
+
+@rule("MEMTUNE_PLAN_MIN_PERIOD", "MEMTUNE_PLAN_MAX_PERIOD")
+def _plan_periods(lo: int, hi: int) -> str | None:
+    """The shortest planned period may not exceed the longest."""
+    if lo > hi:
+        return f"MEMTUNE_PLAN_MIN_PERIOD ({lo}) exceeds MEMTUNE_PLAN_MAX_PERIOD ({hi})"
+    return None
