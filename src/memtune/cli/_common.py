@@ -1,0 +1,126 @@
+"""Helpers shared by the replay, sweep and demo commands: ``--set k=v`` parsing,
+``--capacity`` with units, ``--grid key=v1,v2`` and JSON output.
+
+Values stay strings here: the allocator validates them through ``memtune.config``,
+so a bad ``--set`` value gets exactly the error the environment variable would.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Iterable, Sequence
+
+import click
+
+from memtune.errors import MemtuneError
+
+#: Option-list variables whose value is itself ``key:value,key:value``; ``--set
+#: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`` expands into its keys.
+OPTION_LIST_VARS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")
+
+
+def parse_set(items: Sequence[str], *, option: str = "--set") -> dict[str, str]:
+    """``["k=v", ...]`` -> ``{k: v}``; a ``PYTORCH_CUDA_ALLOC_CONF=a:1,b:2`` item expands to its keys."""
+    from memtune.trace.replay import split_option_list
+
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise click.BadParameter(
+                f"{item!r} is not of the form key=value (e.g. {option} max_split_size_mb=128 or "
+                f"{option} PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)",
+                param_hint=option,
+            )
+        if key in OPTION_LIST_VARS:
+            try:
+                out.update(split_option_list(value))
+            except MemtuneError as e:
+                raise click.BadParameter(str(e), param_hint=option) from None
+        else:
+            out[key] = value.strip()
+    return out
+
+
+def parse_grid(items: Sequence[str]) -> dict[str, list[str]]:
+    """``["key=v1,v2", ...]`` -> ``{key: [v1, v2]}``. Commas inside brackets stay in a value."""
+    grid: dict[str, list[str]] = {}
+    for item in items:
+        key, sep, values = item.partition("=")
+        key = key.strip()
+        if not sep or not key or not values.strip():
+            raise click.BadParameter(
+                f"{item!r} is not of the form key=v1,v2,... (e.g. --grid expandable_segments=True,False)",
+                param_hint="--grid",
+            )
+        if key in grid:
+            raise click.BadParameter(f"--grid {key} is given twice", param_hint="--grid")
+        grid[key] = [p for p in _split_top(values) if p]
+    return grid
+
+
+def _split_top(text: str) -> list[str]:
+    depth, start, out = 0, 0, []
+    for i, ch in enumerate(text):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append(text[start:i].strip())
+            start = i + 1
+    out.append(text[start:].strip())
+    return out
+
+
+class BytesParam(click.ParamType):
+    """A byte size with units (``80GiB``, ``512MB``, ``4096``)."""
+
+    name = "SIZE"
+
+    def convert(self, value: Any, param, ctx) -> int:
+        if isinstance(value, int):
+            return value
+        from memtune.units import parse_bytes
+
+        try:
+            n = parse_bytes(value)
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+        if n <= 0:
+            self.fail(f"must be positive; got {value!r}", param, ctx)
+        return n
+
+
+BYTES = BytesParam()
+
+
+def echo_json(data: Any) -> None:
+    """Print JSON to stdout (indented, stable key order as built)."""
+    click.echo(json.dumps(data, indent=2))
+
+
+def console(stderr: bool = False):
+    """A rich console (stdout by default); wide enough for the summary tables when piped."""
+    from rich.console import Console
+
+    import os
+
+    wide = sys.stdout.isatty() or os.environ.get("COLUMNS")
+    return Console(stderr=stderr, width=None if wide else 160)
+
+
+def policy_option(default: str = "pytorch-cuda"):
+    return click.option(
+        "--policy", "-p", "policies", multiple=True, default=(default,), show_default=True,
+        help="Allocator preset, a comma-separated list, or 'all' (every preset). Repeatable.",
+    )
+
+
+def flatten(values: Iterable[str]) -> list[str]:
+    out: list[str] = []
+    for v in values:
+        out.extend(p.strip() for p in v.split(",") if p.strip())
+    return out
