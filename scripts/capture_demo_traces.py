@@ -1,0 +1,114 @@
+"""Capture the demo traces bundled in ``src/memtune/data/traces``.
+
+Three small, real PyTorch CPU training workloads (fixed seeds, a few steps
+each) run under ``memtune.record()``; each recording is saved as
+``<name>.jsonl.gz``. ``memtune demo`` replays them under every preset.
+
+    python scripts/capture_demo_traces.py            # rewrite the bundled traces
+    python scripts/capture_demo_traces.py --out DIR  # write elsewhere
+
+Allocation sizes depend only on the model and batch shapes, so a rerun gives
+the same sizes and the same order of allocations and frees on the same PyTorch
+version (addresses and times differ: they are the real program's pointers and
+clock). Recorded with torch 2.13.0 (CPU).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Callable
+
+import torch
+from torch import nn
+
+import memtune
+import memtune.units
+from memtune.trace.model import Action
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_OUT = ROOT / "src" / "memtune" / "data" / "traces"
+
+
+def _train(model: nn.Module, make_batch: Callable[[], tuple[torch.Tensor, torch.Tensor]], steps: int,
+           loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], opt: torch.optim.Optimizer) -> float:
+    total = 0.0
+    for _ in range(steps):
+        x, y = make_batch()
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        total += loss.item()
+    return total
+
+
+def mlp_train() -> float:
+    """MLP 784-1024-1024-10, batch 128, Adam, 8 steps (an MNIST-sized classifier)."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    gen = torch.Generator().manual_seed(1)
+    batch = lambda: (torch.randn(128, 784, generator=gen), torch.randint(0, 10, (128,), generator=gen))  # noqa: E731
+    return _train(model, batch, 8, nn.functional.cross_entropy, opt)
+
+
+def cnn_train() -> float:
+    """Small CNN (3 conv blocks with BatchNorm, 32x32 RGB, batch 32), SGD momentum, 5 steps."""
+    torch.manual_seed(0)
+
+    def block(cin: int, cout: int) -> nn.Sequential:
+        return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU(), nn.MaxPool2d(2))
+
+    model = nn.Sequential(block(3, 32), block(32, 64), block(64, 128), nn.Flatten(), nn.Linear(128 * 4 * 4, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    gen = torch.Generator().manual_seed(2)
+    batch = lambda: (torch.randn(32, 3, 32, 32, generator=gen), torch.randint(0, 10, (32,), generator=gen))  # noqa: E731
+    return _train(model, batch, 5, nn.functional.cross_entropy, opt)
+
+
+def transformer_train() -> float:
+    """TransformerEncoder (2 layers, d_model 128, 4 heads, seq 64, batch 16) + AdamW, 3 steps."""
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(d_model=128, nhead=4, dim_feedforward=512, dropout=0.1, batch_first=True)
+    model = nn.Sequential(nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False), nn.Linear(128, 128))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    gen = torch.Generator().manual_seed(3)
+    batch = lambda: (torch.randn(16, 64, 128, generator=gen), torch.randn(16, 64, 128, generator=gen))  # noqa: E731
+    return _train(model, batch, 3, nn.functional.mse_loss, opt)
+
+
+WORKLOADS: dict[str, Callable[[], float]] = {
+    "mlp-train": mlp_train,
+    "cnn-train": cnn_train,
+    "transformer-train": transformer_train,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"directory (default {DEFAULT_OUT})")
+    parser.add_argument("names", nargs="*", help=f"workloads to capture (default all): {', '.join(WORKLOADS)}")
+    parser.add_argument("--dry-run", action="store_true", help="record and summarize, write nothing")
+    args = parser.parse_args(argv)
+    unknown = [n for n in args.names if n not in WORKLOADS]
+    if unknown:
+        parser.error(f"unknown workload(s) {', '.join(unknown)}; choose from {', '.join(WORKLOADS)}")
+    torch.set_num_threads(1)  # one thread: the same op sequence on any machine
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name in args.names or list(WORKLOADS):
+        fn = WORKLOADS[name]
+        path = args.out / f"{name}.jsonl.gz"
+        with memtune.record(None if args.dry_run else path, metadata={"workload": name, "description": fn.__doc__}) as rec:
+            loss = fn()
+        dev = rec.trace.devices[0]
+        allocs = sum(1 for e in dev.events if e.action is Action.ALLOC)
+        print(f"{path.name}: {len(dev.events)} events ({allocs} allocations), peak requested "
+              f"{memtune.units.format_bytes(dev.peak_requested_bytes())}, {'-' if args.dry_run else path.stat().st_size} B on disk, "
+              f"loss sum {loss:.4f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
