@@ -33,6 +33,7 @@ _LAZY: dict[str, str] = {
     "empty_like": "memtune.interop.numpy:empty_like",
     "empty_cache": "memtune.interop.numpy:empty_cache",
     "memory_stats": "memtune.interop.numpy:memory_stats",
+    "torch": "memtune.interop.torch:",
     "load_trace": "memtune.trace.formats:load_trace",
     "replay": "memtune.trace.replay:replay",
     "record": "memtune.trace.record:record",
