@@ -723,15 +723,25 @@ class Allocator:
         assert soft is not None
         if self._reserved + alloc_size <= soft:
             return
+        # Whole cached segments are released; in expandable segments the pages
+        # under any cached block are unmapped (the segment itself may stay live).
         candidates = [
             b for pool in (self._large, self._small) for b in pool.fmap.values()
-            if b.prev is None and b.next is None and not b.seg.expandable and not b.seg.pinned
+            if not b.seg.pinned and (b.seg.expandable or (b.prev is None and b.next is None))
         ]
         candidates.sort(key=lambda b: b.freed_seq)
         for b in candidates:
             if self._reserved + alloc_size <= soft:
                 break
-            self._release_block(b, "low_watermark")
+            pool = self._pools[b.pool]
+            if pool.fmap.get(b.addr) is not b:  # merged away by an earlier unmap
+                continue
+            if b.seg.expandable:
+                self._unmap_block(b, pool, "low_watermark")
+                if b.prev is None and b.next is None and not b.mapped:
+                    self._release_expandable_segment(b, pool)
+            else:
+                self._release_block(b, "low_watermark")
 
     # ==================================================== expandable segments
     def _new_expandable_segment(self, pool: _Pool, sk: int, address: int | None = None,

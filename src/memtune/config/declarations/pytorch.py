@@ -169,8 +169,9 @@ OPTIONS: dict[str, Option] = {
     "per_process_memory_fraction": Option(
         Float(min=0.0, max=1.0),
         1.0,
-        NO_EFFECT + " Same as torch.cuda.set_per_process_memory_fraction; in memtune give the allocator a capacity "
-        "or limit instead.", effect=False),
+        "Cap the memory this process may reserve at this share of the device, as "
+        "torch.cuda.set_per_process_memory_fraction does; allocations past it fail early. The garbage collector "
+        "(garbage_collection_threshold) acts only under such a cap, as in PyTorch."),
     "throw_on_cudamalloc_oom": Option(Bool(), False, NO_EFFECT, effect=False),
 }
 
