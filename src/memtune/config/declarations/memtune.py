@@ -99,7 +99,8 @@ declare(
         default="60%",
         doc="Soft limit of the default host allocator (share of physical RAM or bytes): above it the allocator "
         "is under memory pressure and releases idle cached blocks before growing, as the MPS allocator does "
-        "above its low watermark. 0 = off. Must not exceed MEMTUNE_HOST_HIGH_WATERMARK.",
+        "above its low watermark. 0 = off. Must not exceed MEMTUNE_HOST_HIGH_WATERMARK; when unset and the "
+        "high watermark is below 60%, it is 2/3 of the high watermark.",
         group=GROUP,
     )
 )
@@ -153,6 +154,12 @@ def _comparable(low: SizeSpec, high: SizeSpec) -> tuple[float, float] | None:
 def _host_low_le_high(low: SizeSpec, high: SizeSpec) -> str | None:
     """The low watermark must not exceed the high watermark (unless either is 0 = off/no limit)."""
     if low.is_zero or high.is_zero:
+        return None
+    from memtune.config import explain
+
+    if explain("MEMTUNE_HOST_LOW_WATERMARK").source == "default":
+        # An unset low watermark follows a smaller high one (2/3 of it), as the
+        # default host allocator does: setting only the high watermark is valid.
         return None
     pair = _comparable(low, high)
     if pair is not None and pair[0] > pair[1]:
