@@ -384,3 +384,17 @@ def test_close_gives_everything_back():
         assert a.device.counters.bytes_in_use == 0
         with pytest.raises(AllocatorUsageError, match="closed"):
             a.malloc(1)
+
+
+def test_verbose_accepts_the_names_of_the_environment_variable(caplog):
+    import logging
+
+    alloc = memtune.allocator("pytorch-cuda", capacity="1GiB")
+    with caplog.at_level(logging.DEBUG, logger="memtune.allocator"):
+        with memtune.verbose("ALLOCATIONS|RELEASES") as level:
+            assert level == 2 | 8
+            alloc.malloc(1 << 20)
+    assert caplog.records, "an allocation under ALLOCATIONS must be logged"
+    with pytest.raises(memtune.AllocatorUsageError, match="MEMTUNE_DEBUG_ALLOCATOR"):
+        with memtune.verbose("ALLOCATIONZ"):
+            pass

@@ -58,22 +58,33 @@ _BIT = {
 
 
 def _check_mask(mask: object) -> int:
+    """An int 0..31, or the names MEMTUNE_DEBUG_ALLOCATOR accepts ("ALLOCATIONS|RELEASES")."""
+    if isinstance(mask, str):
+        from memtune import config
+        from memtune.errors import AllocatorUsageError, ConfigError
+
+        try:
+            return int(config.parse_value("MEMTUNE_DEBUG_ALLOCATOR", mask, source="memtune.verbose()"))
+        except ConfigError as e:
+            raise AllocatorUsageError(str(e)) from None
     if isinstance(mask, bool) or not isinstance(mask, int) or mask < 0 or mask > 31:
         from memtune.errors import AllocatorUsageError
 
         raise AllocatorUsageError(
             f"verbose mask must be an integer 0..31 made of PROFILING=1, ALLOCATIONS=2, RECYCLES=4, "
-            f"RELEASES=8, LARGE_ONLY=16; got {mask!r}"
+            f"RELEASES=8, LARGE_ONLY=16, or those names joined by '|'; got {mask!r}"
         )
     return int(mask)
 
 
 @contextlib.contextmanager
-def verbose(mask: int = ALLOCATIONS | RECYCLES | RELEASES) -> Iterator[int]:
-    """Scope verbose allocator logging to ``mask``; restores the outer level on exit."""
-    token = _SCOPED.set(_check_mask(mask))
+def verbose(mask: int | str = ALLOCATIONS | RECYCLES | RELEASES) -> Iterator[int]:
+    """Scope verbose allocator logging to ``mask`` (bits or names such as
+    ``"ALLOCATIONS|RELEASES"``); restores the outer level on exit."""
+    level = _check_mask(mask)
+    token = _SCOPED.set(level)
     try:
-        yield int(mask)
+        yield level
     finally:
         _SCOPED.reset(token)
 
