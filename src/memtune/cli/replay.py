@@ -116,12 +116,28 @@ def preset_rows() -> list[dict]:
             info = get(name)
             reproduces = info.reproduces
             for s in info.settings:
+                if not _modelled(s.config_key):
+                    continue  # accepted because the framework accepts it, but no effect in memtune
                 settings.append({"name": s.name, "variable": s.config_key, "current": _current(s.config_key),
                                  "doc": s.doc})
         except ImportError:
             pass
         rows.append({"preset": name, "reproduces": reproduces, "settings": settings})
     return rows
+
+
+def _modelled(config_key: str | None) -> bool:
+    """False for option-list keys declared with ``effect=False`` (accepted, not modelled)."""
+    if not config_key or ":" not in config_key:
+        return True
+    from memtune import config
+
+    var_name, _, key = config_key.partition(":")
+    for var in config.variables():
+        if var.name == var_name:
+            option = getattr(var.type, "options", {}).get(key)
+            return option is None or getattr(option, "effect", True)
+    return True
 
 
 def _current(config_key: str | None):
