@@ -62,17 +62,12 @@ def parse_grid(items: Sequence[str]) -> dict[str, list[str]]:
 
 
 def _split_top(text: str) -> list[str]:
-    depth, start, out = 0, 0, []
-    for i, ch in enumerate(text):
-        if ch == "[":
-            depth += 1
-        elif ch == "]":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            out.append(text[start:i].strip())
-            start = i + 1
-    out.append(text[start:].strip())
-    return out
+    from memtune.config.types import split_top_level
+
+    try:
+        return [item.strip() for item in split_top_level(text)]
+    except ValueError as e:
+        raise click.BadParameter(f"{text!r}: {e}") from None
 
 
 class BytesParam(click.ParamType):

@@ -597,6 +597,31 @@ class Option:
         return "unset" if self.default is None else self.type.format(self.default)
 
 
+def split_top_level(text: str) -> list[str]:
+    """Split at commas outside brackets: ``a:1,b:[2,3]`` -> ``["a:1", "b:[2,3]"]``.
+
+    The one splitter for option lists (``PYTORCH_CUDA_ALLOC_CONF``), ``--set``
+    values and ``--grid`` value lists. Raises ValueError on unbalanced brackets.
+    """
+    items: list[str] = []
+    depth = 0
+    start = 0
+    for i, ch in enumerate(text):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+            if depth < 0:
+                raise ValueError("unbalanced ']'")
+        elif ch == "," and depth == 0:
+            items.append(text[start:i])
+            start = i + 1
+    if depth:
+        raise ValueError("unbalanced '['")
+    items.append(text[start:])
+    return items
+
+
 class OptionList(VarType):
     """``key:value,key:value`` with typed keys (as ``PYTORCH_CUDA_ALLOC_CONF``).
 
@@ -617,24 +642,10 @@ class OptionList(VarType):
     def split(self, raw: str) -> list[tuple[str, str]]:
         """Split ``raw`` into (key, value-text) pairs; brackets nest commas."""
         pairs: list[tuple[str, str]] = []
-        items: list[str] = []
-        depth = 0
-        buf: list[str] = []
-        for ch in raw:
-            if ch == "[":
-                depth += 1
-            elif ch == "]":
-                depth -= 1
-                if depth < 0:
-                    raise InvalidValue("unbalanced ']'", accepted=self.accepted())
-            if ch == "," and depth == 0:
-                items.append("".join(buf))
-                buf = []
-            else:
-                buf.append(ch)
-        if depth:
-            raise InvalidValue("unbalanced '['", accepted=self.accepted())
-        items.append("".join(buf))
+        try:
+            items = split_top_level(raw)
+        except ValueError as e:
+            raise InvalidValue(str(e), accepted=self.accepted()) from None
         for item in items:
             if not item.strip():
                 continue

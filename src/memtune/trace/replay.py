@@ -174,19 +174,13 @@ def split_option_list(text: str) -> list[tuple[str, str]]:
 
     Commas inside brackets belong to the value (``roundup_power2_divisions:[256:1,>:8]``).
     """
+    from memtune.config.types import split_top_level
+
     pairs: list[tuple[str, str]] = []
-    depth = 0
-    start = 0
-    items: list[str] = []
-    for i, ch in enumerate(text):
-        if ch == "[":
-            depth += 1
-        elif ch == "]":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            items.append(text[start:i])
-            start = i + 1
-    items.append(text[start:])
+    try:
+        items = split_top_level(text)
+    except ValueError as e:
+        raise TraceError(f"allocator settings {text!r}: {e}", location="settings") from None
     for item in items:
         item = item.strip()
         if not item:

@@ -15,10 +15,12 @@ from __future__ import annotations
 import bisect
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Callable, Mapping
 
 from sortedcontainers import SortedDict
 
+from memtune.allocator.rounding import ROUNDUP_INTERVALS, PyTorchRounding
 from memtune.errors import TraceError
 from memtune.trace.formats._common import PathLike, StreamChecker, count, display, json_safe
 from memtune.trace.formats.safe_pickle import safe_load
@@ -98,29 +100,22 @@ class _Rounding:
             except (TypeError, ValueError):
                 divs = ()
         elif isinstance(raw, int) and not isinstance(raw, bool):
-            divs = (raw,) * 17
+            divs = (raw,) * ROUNDUP_INTERVALS
         mss = settings.get("max_split_size")
         max_split = mss if isinstance(mss, int) and not isinstance(mss, bool) and 0 < mss < (1 << 62) else 0
         return cls(divs, max_split)
 
+    @cached_property
+    def _pytorch(self) -> PyTorchRounding:
+        """The allocator's own rounding rule; malformed recorded divisions count as none."""
+        divs = (tuple(self.divisions) + (0,) * ROUNDUP_INTERVALS)[:ROUNDUP_INTERVALS]
+        try:
+            return PyTorchRounding(divs)
+        except ValueError:
+            return PyTorchRounding()
+
     def round_size(self, size: int) -> int:
-        if size < KMIN_BLOCK:
-            return KMIN_BLOCK
-        div = 0
-        if self.divisions:
-            log_size = size.bit_length() - 1
-            index = max(0, log_size - 20)
-            div = self.divisions[min(index, len(self.divisions) - 1)]
-        if div > 1 and size > KMIN_BLOCK * div:
-            if size & (size - 1) == 0:
-                return size
-            floor = 1 << (size.bit_length() - 1)
-            step = floor >> (div.bit_length() - 1)
-            if step == 0:
-                return floor << 1
-            base = size & ~(step - 1)
-            return size if base == size else base + step
-        return KMIN_BLOCK * ((size + KMIN_BLOCK - 1) // KMIN_BLOCK)
+        return self._pytorch.round(size)
 
     def unsplit_remainder_limit(self, block_size: int, pool: str) -> int:
         """Largest remainder PyTorch leaves inside a block instead of splitting it off."""
