@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
+from memtune.trace.model import device_name
 from memtune.trace.replay import ReplayResult, trace_label
 
 
@@ -20,7 +21,7 @@ def chrome_trace(results: Sequence[ReplayResult]) -> dict[str, Any]:
     """
     events: list[dict[str, Any]] = []
     for pid, r in enumerate(results, 1):
-        name = f"{r.label} ({trace_label(r.trace)} device {r.device})"
+        name = f"{r.label} ({trace_label(r.trace)} {device_name(r.device)})"
         events.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": name}})
         events.append({"name": "process_sort_index", "ph": "M", "pid": pid, "tid": 0, "args": {"sort_index": pid}})
         tl = r.timeline

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Any, Sequence
 
+from memtune.trace.model import device_name
 from memtune.report.advice import Advice, advise
 from memtune.report.tables import oom_text, rank_key
 from memtune.trace.replay import ReplayResult, trace_label
@@ -86,9 +87,9 @@ def write_report(
         used.add(base)
         name = trace_label(trace)
         cmp_path = plot_comparison(plotted, out / f"{base}-reserved.png",
-                                   title=f"Reserved memory per policy: {name}, device {device}")
+                                   title=f"Reserved memory per policy: {name}, {device_name(device)}")
         pan_path = plot_panels(plotted, out / f"{base}-timelines.png",
-                               title=f"Requested, allocated and reserved bytes per policy: {name}, device {device}")
+                               title=f"Requested, allocated and reserved bytes per policy: {name}, {device_name(device)}")
         images[(trace, device)] = [("Reserved bytes of every policy against the requested lower bound", cmp_path),
                                    ("Requested, allocated and reserved bytes, one panel per policy", pan_path)]
 
@@ -152,7 +153,7 @@ def _render(results, groups, images, advice: list[Advice], *, title, command, ge
     parts.append('<h2 id="results">Results</h2>')
     for (trace, device), rs in groups.items():
         rs_sorted = sorted(rs, key=rank_key)
-        parts.append(f"<h3>{_e(trace_label(trace))}, device {device}</h3>")
+        parts.append(f"<h3>{_e(trace_label(trace))}, {_e(device_name(device))}</h3>")
         r0 = rs_sorted[0]
         meta = [f"source <code>{_e(trace)}</code>"]
         if r0.trace_format:

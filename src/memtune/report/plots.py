@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 from typing import Sequence
 
+from memtune.trace.model import device_name
 from memtune.trace.replay import ReplayResult, trace_label
 
 _UNITS = (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024), ("B", 1))
@@ -71,7 +72,7 @@ def plot_comparison(results: Sequence[ReplayResult], path: str | Path, *, title:
     caps = [r.capacity for r in results if r.capacity]
     ax.set_ylim(0, max([top] + caps[:1]) / div * 1.05)
     ax.grid(True, alpha=0.3)
-    ax.set_title(title or (f"Reserved memory per policy: {trace_label(results[0].trace)} device {results[0].device}"
+    ax.set_title(title or (f"Reserved memory per policy: {trace_label(results[0].trace)} {device_name(results[0].device)}"
                            if results else "Reserved memory per policy"))
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
     fig.savefig(path, format="png")

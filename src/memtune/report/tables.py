@@ -7,6 +7,7 @@ from typing import Iterable, Sequence
 from rich.table import Table
 from rich.text import Text
 
+from memtune.trace.model import device_name
 from memtune.trace.replay import ReplayResult, trace_label
 from memtune.units import format_bytes
 
@@ -43,7 +44,7 @@ def summary_table(results: Sequence[ReplayResult], *, title: str | None = None, 
         table.add_column("dev", justify="right")
     if ranked:
         table.add_column("#", justify="right")
-    table.add_column("policy", overflow="fold")
+    table.add_column("policy", no_wrap=True)
     table.add_column("events", justify="right")
     table.add_column("peak requested", justify="right")
     table.add_column("peak allocated", justify="right")
@@ -60,7 +61,7 @@ def summary_table(results: Sequence[ReplayResult], *, title: str | None = None, 
         prev = key
         cells = []
         if show_trace:
-            cells += [trace_label(r.trace), str(r.device)]
+            cells += [trace_label(r.trace), "cpu" if r.device == -1 else str(r.device)]
         if ranked:
             cells.append(str(rank))
         cells += [
@@ -90,7 +91,7 @@ def oom_lines(results: Iterable[ReplayResult]) -> list[str]:
             when = f" at t=+{t:.3f} s into the trace (time_us {t_us:.0f})" if t is not None else ""
             cap = f" on a {format_bytes(r.capacity)} device" if r.capacity else ""
             out.append(
-                f"{trace_label(r.trace)} device {r.device}, {r.label}{cap}: {len(r.ooms)} OOM(s); first at event "
+                f"{trace_label(r.trace)} {device_name(r.device)}, {r.label}{cap}: {len(r.ooms)} OOM(s); first at event "
                 f"{o['event_index']} (alloc of {format_bytes(o['size'])}, {o['size']:,} B){when}"
             )
     return out

@@ -142,3 +142,9 @@ def requested_timeline_peak(events: Iterable[Event], initial_live: Iterable[tupl
             if size is not None:
                 current -= size
     return peak
+
+
+def device_name(device: int) -> str:
+    """How reports name a device stream: ``device 0`` for accelerators, ``CPU``
+    for -1 (the id torch.profiler gives CPU memory events)."""
+    return "CPU" if device == -1 else f"device {device}"
