@@ -44,7 +44,7 @@ def summary_table(results: Sequence[ReplayResult], *, title: str | None = None, 
         table.add_column("dev", justify="right")
     if ranked:
         table.add_column("#", justify="right")
-    table.add_column("policy", no_wrap=True)
+    table.add_column("policy", overflow="fold")
     table.add_column("events", justify="right")
     table.add_column("peak requested", justify="right")
     table.add_column("peak allocated", justify="right")
