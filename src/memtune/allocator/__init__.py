@@ -89,7 +89,9 @@ def allocator(preset: str | PresetSpec = "memtune", *, device: Device | None = N
         mask = int(config.get("MEMTUNE_DEBUG_ALLOCATOR") or 0)
     else:
         spec, mask = _presets.resolve(preset, settings, device.capacity)
-    return Allocator(spec, device, env_verbose=mask)
+    # a preset may name its own engine (memtune's ArenaAllocator, PlanAllocator)
+    engine = getattr(spec, "engine", None) or Allocator
+    return engine(spec, device, env_verbose=mask)
 
 
 def presets() -> list[str]:

@@ -64,4 +64,5 @@ def make_default_allocator() -> Any:
     limits = replace(spec.limits, hard_limit=hard, soft_limit=soft, hard_limit_setting=HIGH if hard else None)
     spec = replace(spec, limits=limits)
     device = HostMemory(capacity=ram, huge_pages=huge_pages_offered())
-    return Allocator(spec, device, env_verbose=verbose_mask)
+    engine = getattr(spec, "engine", None) or Allocator  # memtune's own policy has its own engine
+    return engine(spec, device, env_verbose=verbose_mask)

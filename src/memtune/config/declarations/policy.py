@@ -45,9 +45,10 @@ declare(
     Variable(
         name="MEMTUNE_GROWTH",
         type=Float(min=0.0, max=1.0),
-        default=1 / 32,
-        doc="When a region must grow, memtune maps this share of the peak live bytes beyond the request "
-        "(at most MEMTUNE_GROWTH_MAX), so a burst of allocations costs one device call.",
+        default=1 / 16,
+        doc="When a region must grow, memtune maps at least this share of the peak live bytes (at most "
+        "MEMTUNE_GROWTH_MAX), so a burst of small allocations costs one device call; a request larger than "
+        "that gets just its own pages.",
         group=GROUP,
         reference=REFERENCE,
     )
@@ -58,7 +59,7 @@ declare(
         name="MEMTUNE_GROWTH_MAX",
         type=Bytes(),
         default=20 * 1024 * 1024,
-        doc="Upper bound of the extra bytes mapped when a region grows (see MEMTUNE_GROWTH).",
+        doc="Upper bound of the bytes mapped at once when a region grows for small requests (see MEMTUNE_GROWTH).",
         group=GROUP,
         reference=REFERENCE,
     )
@@ -80,10 +81,12 @@ declare(
     Variable(
         name="MEMTUNE_TRIM_BUDGET",
         type=Float(min=0.0),
-        default=0.5,
-        doc="Unmapping pages a repeating workload is still using (freed since live bytes last peaked) is "
-        "limited to this many device calls per call that grew a region (plus a few). Bounds device calls "
-        "in steady state; 0 never unmaps such pages, larger values track live memory more tightly.",
+        default=1.0,
+        doc="Unmap calls made to stay within MEMTUNE_SLACK are limited to this many per map call made for "
+        "requests (net of those unmaps, plus a few), so a repeating workload cannot churn pages and device "
+        "calls stay within a small factor of an allocator that never gives memory back. 0 never unmaps to "
+        "stay within the slack (only on OOM and empty_cache); larger values track live memory more tightly "
+        "at the cost of device calls.",
         group=GROUP,
         reference=REFERENCE,
     )

@@ -1,0 +1,1031 @@
+"""Virtual arenas with page mapping: the engine part behind memtune's own policy.
+
+Why: a caching allocator that carves device allocations (segments) wastes memory
+twice -- free space stranded inside segments it cannot give back, and segments
+sized for requests that never come. With virtual memory (CUDA VMM, what
+PyTorch's ``expandable_segments`` uses) address space is free and only mapped
+pages cost memory, so an allocator can place blocks in one large virtual range
+and back exactly the pages live blocks touch.
+
+:class:`ArenaAllocator` does that:
+
+* one virtual **region** per stream (optionally a separate one for blocks up to
+  ``small_size``); **best fit** by size (lowest address on ties) with
+  immediate coalescing of free neighbours; a request no hole fits goes to the
+  region's top;
+* pages (``page`` bytes, 2 MiB as on CUDA) are **mapped on demand**; a
+  region's top grows by at least a chunk (``growth`` x peak live bytes, at
+  most ``growth_max``) so a burst of small allocations costs one device call,
+  and a request landing in a hole whose pages were unmapped maps more of the
+  hole while reserved stays under its highest so far (no new peak, fewer calls);
+* freed pages stay mapped (reusing them costs nothing). Free pages are
+  unmapped only when a mapping would push reserved memory past both the highest
+  reserved so far and ``(1 + slack) x`` the highest live bytes seen, and then
+  down to the live peak (**lazy unmapping with hysteresis**): cold pages first,
+  largest runs first. Pages freed since live bytes last peaked are *hot* when
+  the request sets no new peak -- a repeating step uses them again -- so they
+  go last;
+* every such unmap counts against a **device-call budget** of ``trim_budget``
+  x the maps made for requests (net of unmaps) + ``trim_base``: a repeating
+  workload cannot churn pages, and device calls stay within a small factor of
+  an allocator that never gives memory back. Past the budget the region grows;
+* while the whole workload fits in less than one page (**tiny footprint**),
+  requests get exact device allocations (cached by size) instead of pages;
+* on device out-of-memory, every free page is unmapped and the request retried
+  before :class:`memtune.OutOfMemoryError` is raised.
+
+Statistics, events, verbose logging and warm starts follow the engine's
+contracts (:mod:`memtune.allocator.engine`), so replays and reports treat it
+like any preset.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from sortedcontainers import SortedDict, SortedList
+
+from memtune.allocator import stats as S
+from memtune.allocator.events import AllocatorEvent, EventKind, Listener
+from memtune.allocator.limits import Limits
+from memtune.allocator.stats import Fragmentation, Stats
+from memtune.allocator.verbose import _SCOPED, log_event
+from memtune.devices.base import Device, DeviceOutOfMemory
+from memtune.errors import AllocatorUsageError, OutOfMemoryError
+from memtune.trace.model import BlockState, SegmentState
+from memtune.units import format_bytes
+
+MiB = 1 << 20
+_SMALL, _LARGE = S.SMALL, S.LARGE
+_POOL_NAME = {_SMALL: "small", _LARGE: "large"}
+#: Largest virtual range one region reserves (the simulated VA space is 256 TiB).
+_MAX_REGION = 1 << 44
+_MIN_REGION = 1 << 40
+
+
+@dataclass(frozen=True)
+class ArenaSpec:
+    """The knobs of :class:`ArenaAllocator` (memtune's ``MEMTUNE_*`` settings)."""
+
+    name: str = "memtune"
+    #: requests round up to a multiple of this (the device's allocation granularity)
+    alignment: int = 512
+    #: mapping granularity (CUDA VMM: 2 MiB)
+    page: int = 2 * MiB
+    #: requests up to this size use a separate small-block region of their stream;
+    #: None = one region per stream (small blocks then fill holes between large ones)
+    small_size: int | None = None
+    #: reserved may exceed the peak of live bytes by this fraction before free pages are unmapped
+    slack: float = 0.02
+    #: a region's top grows by this fraction of the peak live bytes beyond the request ...
+    growth: float = 1 / 16
+    #: ... but by at most this many bytes
+    growth_max: int = 20 * MiB
+    #: unmaps made to stay under the slack are limited to this multiple of the maps that
+    #: grew a region (+ ``trim_base``), bounding the device calls churn can cost
+    trim_budget: float = 1.0
+    trim_base: int = 4
+    #: free memory is reused only by its own stream
+    per_stream: bool = True
+    #: reserved memory may never exceed this (None = the device's capacity)
+    #: hard limit (reserved never exceeds it; ``hard_limit_setting`` names it in OOM
+    #: messages) and soft limit (above it, free pages are unmapped regardless of the
+    #: device-call budget); the other fields of Limits do not apply here
+    limits: Limits = field(default_factory=Limits)
+    oom_hint: str = "MEMTUNE_SLACK=0 (unmap free pages sooner) or a smaller MEMTUNE_PAGE_SIZE"
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        def need(ok: bool, what: str) -> None:
+            if not ok:
+                raise ValueError(f"ArenaSpec {self.name!r}: {what}")
+
+        need(self.alignment > 0 and self.alignment & (self.alignment - 1) == 0,
+             f"alignment must be a positive power of two; got {self.alignment}")
+        need(self.page >= self.alignment and self.page % self.alignment == 0,
+             f"page must be a positive multiple of alignment ({self.alignment}); got {self.page}")
+        need(self.small_size is None or self.small_size > 0, f"small_size must be positive or None; got {self.small_size}")
+        need(0.0 <= self.slack, f"slack must be >= 0; got {self.slack}")
+        need(0.0 <= self.growth <= 1.0, f"growth must be in [0, 1]; got {self.growth}")
+        need(self.growth_max >= 0, f"growth_max must be >= 0; got {self.growth_max}")
+
+
+class _Region:
+    """One virtual range: free holes (by start, by end, by size), the top, mapped runs."""
+
+    __slots__ = ("base", "size", "end", "stream", "pool", "holes", "ends", "bysize", "top", "mapped",
+                 "mapped_bytes", "stamp", "top_stamp", "reservation")
+
+    def __init__(self, base: int, size: int, stream: int, pool: int):
+        self.base = base
+        self.size = size
+        self.end = base + size
+        self.stream = stream
+        self.pool = pool
+        self.holes: dict[int, int] = {}         # start -> size of free holes below the top
+        self.ends: dict[int, int] = {}          # end -> start: coalescing in O(1)
+        self.bysize: SortedList = SortedList()  # (size, start): best fit is one bisect
+        self.top = base                         # [top, end) is free
+        self.mapped: SortedDict = SortedDict()  # start -> end of mapped runs (merged, page aligned)
+        self.mapped_bytes = 0
+        self.stamp: dict[int, int] = {}         # hole start -> clock when a free last changed it
+        self.top_stamp = 0
+        self.reservation = base                 # start of the device reservation holding it
+
+    # ---------------------------------------------------------------- holes
+    def take(self, size: int) -> int | None:
+        """Best fit: the smallest hole of at least ``size`` (lowest address on ties); None = use the top."""
+        bysize = self.bysize
+        i = bysize.bisect_left((size, 0))
+        if i == len(bysize):
+            return None
+        return bysize[i][1]
+
+    def carve(self, addr: int, size: int) -> None:
+        """Mark [addr, addr+size) used; it is a hole start or the top."""
+        if addr == self.top:
+            self.top = addr + size
+            return
+        hsize = self.holes.pop(addr)
+        self.bysize.remove((hsize, addr))
+        t = self.stamp.pop(addr)
+        if hsize > size:
+            rest = addr + size
+            rsize = hsize - size
+            self.holes[rest] = rsize
+            self.ends[rest + rsize] = rest
+            self.bysize.add((rsize, rest))
+            self.stamp[rest] = t
+        else:
+            del self.ends[addr + hsize]
+
+    def release(self, addr: int, size: int, now: int) -> None:
+        """Give [addr, addr+size) back, merging with free neighbours (and the top)."""
+        holes, ends, stamp = self.holes, self.ends, self.stamp
+        end = addr + size
+        pa = ends.pop(addr, None)
+        if pa is not None:
+            ps = holes.pop(pa)
+            self.bysize.remove((ps, pa))
+            del stamp[pa]
+            addr = pa
+        ns = holes.pop(end, None)
+        if ns is not None:
+            self.bysize.remove((ns, end))
+            del stamp[end]
+            del ends[end + ns]
+            end += ns
+        if end == self.top:
+            self.top = addr
+            self.top_stamp = now
+            return
+        holes[addr] = end - addr
+        ends[end] = addr
+        self.bysize.add((end - addr, addr))
+        stamp[addr] = now
+
+    # ---------------------------------------------------------------- pages
+    def unmapped_runs(self, lo: int, hi: int) -> list[tuple[int, int]]:
+        """Unmapped page-aligned sub-ranges of [lo, hi)."""
+        mapped = self.mapped
+        keys = mapped.keys()
+        i = mapped.bisect_right(lo) - 1
+        if i >= 0 and mapped[keys[i]] >= hi:
+            return []  # fast path: one run covers it
+        out: list[tuple[int, int]] = []
+        cur = lo
+        if i < 0:
+            i = 0
+        n = len(keys)
+        while cur < hi and i < n:
+            s = keys[i]
+            e = mapped[s]
+            if e <= cur:
+                i += 1
+                continue
+            if s >= hi:
+                break
+            if s > cur:
+                out.append((cur, s))
+            cur = e
+            i += 1
+        if cur < hi:
+            out.append((cur, hi))
+        return out
+
+    def next_mapped_start(self, addr: int) -> int:
+        mapped = self.mapped
+        i = mapped.bisect_left(addr)
+        return mapped.keys()[i] if i < len(mapped) else self.end
+
+    def add_mapped(self, lo: int, hi: int) -> None:
+        mapped = self.mapped
+        i = mapped.bisect_right(lo) - 1
+        if i >= 0:
+            s = mapped.keys()[i]
+            if mapped[s] == lo:
+                lo = s
+        e = mapped.pop(hi, None)
+        if e is not None:
+            hi = e
+        mapped[lo] = hi
+
+    def remove_mapped(self, lo: int, hi: int) -> None:
+        mapped = self.mapped
+        s = mapped.keys()[mapped.bisect_right(lo) - 1]
+        e = mapped.pop(s)
+        assert s <= lo and hi <= e
+        if s < lo:
+            mapped[s] = lo
+        if hi < e:
+            mapped[hi] = e
+
+    def free_page_runs(self, page: int) -> list[tuple[int, int, int]]:
+        """Mapped runs of whole pages no live block touches (in holes and above the
+        top), with the clock of the free that last touched them."""
+        out: list[tuple[int, int, int]] = []
+        if not self.mapped:
+            return out
+        stamp = self.stamp
+        spans = [(a, a + n, stamp[a]) for a, n in self.holes.items()]
+        spans.append((self.top, self.end, self.top_stamp))
+        for a, b, t in spans:
+            lo = -(-a // page) * page
+            hi = b // page * page
+            if hi <= lo:
+                continue
+            mapped = self.mapped
+            keys = mapped.keys()
+            i = max(mapped.bisect_right(lo) - 1, 0)
+            n = len(keys)
+            while i < n:
+                s = keys[i]
+                if s >= hi:
+                    break
+                e = mapped[s]
+                x, y = max(s, lo), min(e, hi)
+                if y > x:
+                    out.append((x, y, t))
+                i += 1
+        return out
+
+
+class _Live:
+    __slots__ = ("size", "requested", "region")
+
+    def __init__(self, size: int, requested: int, region: _Region):
+        self.size = size
+        self.requested = requested
+        self.region = region
+
+
+class ArenaAllocator:
+    """memtune's own allocator: virtual regions, best fit, pages mapped on demand.
+
+    Same public interface as :class:`memtune.allocator.engine.Allocator`.
+    """
+
+    def __init__(self, spec: ArenaSpec, device: Device, *, env_verbose: int = 0, notify: bool = True):
+        if type(device).reserve_address_space is Device.reserve_address_space:
+            raise AllocatorUsageError(
+                f"preset {spec.name!r} maps pages into virtual ranges, but the device {type(device).__name__} has no "
+                "virtual memory (reserve_address_space/map/unmap); use a SimulatedDevice"
+            )
+        self.spec = spec
+        self.device = device
+        self.name = spec.name
+        self.stats = Stats()
+        v = self.stats.v
+        # active == allocated here (no block is split off a larger one): share the rows
+        for q in (0, _SMALL, _LARGE):
+            v[S.ACTIVE * 3 + q] = v[S.ALLOCATION * 3 + q]
+            v[S.ACTIVE_BYTES * 3 + q] = v[S.ALLOCATED_BYTES * 3 + q]
+        #: per pool, the [current, peak, allocated, freed] rows a malloc/free updates
+        self._rows = {p: tuple(v[stat * 3 + q] for stat in (S.ALLOCATION, S.ALLOCATED_BYTES, S.REQUESTED_BYTES)
+                               for q in (0, p))
+                      for p in (_SMALL, _LARGE)}
+        self._lock = threading.RLock()
+        self._regions: dict[tuple[int, int], _Region] = {}
+        self._region_at: SortedDict = SortedDict()  # base -> region
+        self._live: dict[int, _Live] = {}
+        # tiny phase (peak live below one page): exact device allocations, cached by size
+        self._tiny: dict[int, _Region] = {}          # stream -> marker region (size 0)
+        self._tiny_seg: dict[int, int] = {}          # address -> size of every tiny allocation
+        self._tiny_free: dict[int, list[int]] = {}   # size -> cached tiny addresses
+        self._tiny_done = False
+        self._tiny_floor = 0  # tiny allocations restored by a warm start (their sizes count as used)
+        self._reserved = 0
+        self._live_bytes = 0
+        self._peak_live = 0
+        self._peak_clock = 0     # clock when live bytes last reached a new peak
+        self._high_water = 0     # highest reserved so far (not reset by reset_peak_stats)
+        self._closed = False
+        self._listeners: list[tuple[Listener, frozenset[EventKind] | None]] = []
+        self._env_verbose = int(env_verbose)
+        self._vmask = self._env_verbose
+        self._frees = 0
+        self._clock = 0  # counts mallocs and frees: the age of free pages
+        self._maps = 0         # map calls made for requests (not undone)
+        self._trims = 0        # unmaps made to stay under the slack target
+        a = spec.alignment
+        self._amask = a - 1
+        self._page = spec.page
+        self._small_size = spec.small_size
+        cap = device.capacity
+        hard, soft = spec.limits.hard_limit, spec.limits.soft_limit
+        self._hard = hard if hard else None
+        self._soft = soft if soft else None
+        # address space is free: a region spans far more than the device holds, so holes
+        # left behind (whose pages may be unmapped) never run it out
+        want = max(_MIN_REGION, 8 * cap) if cap else _MAX_REGION
+        self._region_size = min(_MAX_REGION, (want + spec.page - 1) // spec.page * spec.page)
+        if notify:  # the MEMTUNE_PROFILER_AUTOSTART hook, as the engine's allocators do
+            from memtune.allocator.engine import _notify_created
+
+            _notify_created(self)  # type: ignore[arg-type]
+
+    # ================================================================ helpers
+    def _emit(self, kind: EventKind, address: int, size: int, stream: int = 0, requested: int = 0,
+              pool: int = _LARGE, info: dict[str, Any] | None = None) -> bool:
+        ev = AllocatorEvent(kind, address, size, stream, requested, _POOL_NAME[pool], info)
+        if self._vmask:
+            log_event(self._vmask, ev, self.name)
+        handled = False
+        for fn, kinds in tuple(self._listeners):
+            if kinds is None or kind in kinds:
+                if fn(ev):
+                    handled = True
+        return handled
+
+    def _enter(self) -> None:
+        if self._closed:
+            raise AllocatorUsageError(f"allocator {self.name!r} is closed")
+        m = _SCOPED.get()
+        self._vmask = self._env_verbose if m is None else m
+
+    def _region(self, stream: int, pool: int) -> _Region:
+        key = (stream if self.spec.per_stream else 0, pool)
+        r = self._regions.get(key)
+        if r is None:
+            # reserve a page more than needed so the region can start on a page boundary
+            page = self._page
+            res = self.device.reserve_address_space(self._region_size + page)
+            base = -(-res // page) * page
+            r = _Region(base, self._region_size, key[0], pool)
+            r.reservation = res
+            self._regions[key] = r
+            self._region_at[base] = r
+        return r
+
+    # ================================================================ malloc
+    def malloc(self, size: int, stream: int = 0) -> int:
+        """Allocate ``size`` bytes on ``stream``; return the address."""
+        if type(size) is not int or size <= 0:
+            if isinstance(size, bool) or not isinstance(size, int):
+                raise AllocatorUsageError(f"malloc size must be an int number of bytes; got {type(size).__name__} {size!r}")
+            raise AllocatorUsageError(f"malloc size must be positive; got {size} (accepted: an int >= 1)")
+        if type(stream) is not int or stream < 0:
+            raise AllocatorUsageError(f"stream must be a non-negative int; got {stream!r}")
+        with self._lock:
+            self._enter()
+            return self._malloc(size, stream)
+
+    def _malloc(self, orig: int, stream: int) -> int:
+        self._clock += 1
+        rounded = (orig + self._amask) & ~self._amask
+        if not self._tiny_done and max(self._peak_live, self._tiny_floor) + rounded < self._page:
+            # tiny footprint: the whole workload so far fits in less than one page,
+            # so a page would be mostly waste; use exact device allocations, cached
+            region = self._tiny_region(stream)
+            addr, mapped_new = self._tiny_malloc(region, rounded, orig)
+            pool = _SMALL
+        else:
+            self._tiny_done = True
+            ss = self._small_size
+            pool = _SMALL if ss is not None and rounded <= ss else _LARGE
+            region = self._region(stream, pool)
+            addr, mapped_new = self._place(region, rounded, orig)
+        self._live[addr] = _Live(rounded, orig, region)
+        live = self._live_bytes + rounded
+        self._live_bytes = live
+        if live > self._peak_live:
+            self._peak_live = live
+            self._peak_clock = self._clock
+        # allocation (= active), allocated_bytes (= active_bytes), requested_bytes,
+        # for all and the pool, updated inline: this is the hot path
+        for a, amount in zip(self._rows[pool], (1, 1, rounded, rounded, orig, orig)):
+            c = a[0] + amount
+            a[0] = c
+            if c > a[1]:
+                a[1] = c
+            a[2] += amount
+        if self._listeners or self._vmask:
+            self._emit(EventKind.ALLOCATED if mapped_new else EventKind.RECYCLED, addr, rounded, region.stream,
+                       orig, pool)
+        return addr
+
+    def _place(self, region: _Region, size: int, orig: int) -> tuple[int, bool]:
+        """Choose an address, map what it needs, commit. Raises OutOfMemoryError (state unchanged)."""
+        page = self._page
+        for attempt in range(3):
+            addr = region.take(size)
+            at_top = addr is None
+            if at_top:
+                addr = region.top
+                if addr + size > region.end:
+                    self._raise_oom(orig, size, region, "the region's virtual range is exhausted")
+            lo = addr // page * page
+            hi = -(-(addr + size) // page) * page
+            need = region.unmapped_runs(lo, hi)
+            if not need:
+                region.carve(addr, size)
+                return addr, False
+            hole_end = region.end if at_top else addr + region.holes[addr]
+            if self._map_runs(region, need, at_top, lo, hi, attempt, size, hole_end):
+                region.carve(addr, size)
+                return addr, True
+            # attempt 0 failed: release every free page and retry; attempt 1: ask listeners
+            if attempt == 0:
+                self._release_all("retry")
+                self.stats.num_alloc_retries += 1
+            elif attempt == 1:
+                frees = self._frees
+                handled = False
+                if self._listeners:
+                    handled = self._emit(EventKind.ALLOCATION_FAILED, 0, size, region.stream, orig, region.pool,
+                                         {"stage": "device", "device_free": self.device.free_bytes})
+                if not handled and self._frees == frees:
+                    break
+        self._raise_oom(orig, size, region, None)
+        raise AssertionError("unreachable")
+
+    def _target(self) -> int:
+        """Reserved bytes allowed before free pages are unmapped to make room."""
+        return int(self._peak_live * (1.0 + self.spec.slack))
+
+    def _map_runs(self, region: _Region, need: list[tuple[int, int]], at_top: bool, lo: int, hi: int,
+                  attempt: int, size: int, hole_end: int = 0) -> bool:
+        page = self._page
+        x = sum(b - a for a, b in need)
+        # live bytes after this request (approximately: the request is at most hi - lo)
+        target = max(self._target(), int((self._live_bytes + (hi - lo)) * (1.0 + self.spec.slack)))
+        # growing up to the highest reserved so far costs nothing in peak terms;
+        # past it (and past the slack), unmap free pages first
+        if self._reserved + x > max(target, self._high_water):
+            # hysteresis: unmap down to the live peak, so one device call buys room
+            # for many later requests
+            self._trim(self._reserved + x - self._peak_live, exclude=(region, lo, hi),
+                       new_peak=self._live_bytes + size > self._peak_live)
+        if at_top:
+            # map at least a chunk when the top grows, so a burst of small requests
+            # costs one device call (a request bigger than the chunk gets just its pages)
+            a, b = need[-1]
+            if b == hi:
+                chunk = min(self.spec.growth_max, int(self._peak_live * self.spec.growth))
+                ext = max(0, chunk - x) // page * page
+                if ext:
+                    b2 = min(b + ext, region.next_mapped_start(b), region.end)
+                    need[-1] = (a, b2)
+        else:
+            # a request in a hole whose pages were unmapped: map more of the hole as long
+            # as reserved stays under its highest so far (no new peak), so the next
+            # requests there cost no device call
+            a, b = need[-1]
+            if b == hi:
+                chunk = min(self.spec.growth_max, int(self._peak_live * self.spec.growth))
+                room = max(0, min(target, self._high_water) - (self._reserved + x))
+                ext = min(max(0, chunk - x), room) // page * page
+                if ext:
+                    b2 = min(b + ext, hole_end // page * page, region.next_mapped_start(b))
+                    if b2 > b:
+                        need[-1] = (a, b2)
+        soft = self._soft
+        if soft is not None and self._reserved + x > soft:
+            # above the soft limit (memory pressure): unmap free pages whatever the budget
+            self._trim(self._reserved + x - soft, exclude=(region, lo, hi), force=True)
+        hard = self._hard
+        if hard is not None and self._reserved + sum(b - a for a, b in need) > hard:
+            # drop the growth chunk first; fail (and let the caller release and retry)
+            # only if the request's own pages do not fit
+            need[-1] = (need[-1][0], max(need[-1][0], min(need[-1][1], hi)))
+            if self._reserved + sum(b - a for a, b in need) > hard:
+                return False
+        done: list[tuple[int, int]] = []
+        for k, (a, b) in enumerate(need):
+            try:
+                self.device.map(a, b - a)
+            except DeviceOutOfMemory:
+                b2 = min(b, hi)
+                try:  # without the growth chunk, if there was one
+                    if b2 == b or b2 <= a:
+                        raise
+                    self.device.map(a, b2 - a)
+                    b = b2
+                except DeviceOutOfMemory:
+                    for da, db in done:  # undo: the state must be unchanged
+                        self._unmap(region, da, db, "undo", emit=False)
+                    return False
+            self._mapped(region, a, b)
+            done.append((a, b))
+        self._maps += len(done)
+        return True
+
+    def _mapped(self, region: _Region, a: int, b: int) -> None:
+        region.add_mapped(a, b)
+        size = b - a
+        region.mapped_bytes += size
+        self._reserved += size
+        st = self.stats
+        p = region.pool
+        st.inc(S.RESERVED_BYTES, p, size)
+        if self._reserved > self._high_water:
+            self._high_water = self._reserved
+        # (mapped runs are not counted as segments, as c10 does for expandable segments)
+        st.num_device_alloc += 1
+        if self._listeners or self._vmask:
+            self._emit(EventKind.SEGMENT_MAP, a, size, region.stream, 0, p)
+
+    def _unmap(self, region: _Region, a: int, b: int, reason: str, emit: bool = True) -> None:
+        self.device.unmap(a, b - a)
+        region.remove_mapped(a, b)
+        size = b - a
+        region.mapped_bytes -= size
+        self._reserved -= size
+        st = self.stats
+        p = region.pool
+        st.dec(S.RESERVED_BYTES, p, size)
+        if emit:
+            st.num_device_free += 1
+            if self._listeners or self._vmask:
+                self._emit(EventKind.SEGMENT_UNMAP, a, size, region.stream, 0, p)
+                self._emit(EventKind.RELEASED, a, size, region.stream, 0, p, {"reason": reason})
+        else:
+            st.num_device_alloc -= 1  # an undone map is no device call on balance
+
+    def _trim(self, excess: int, exclude: tuple[_Region, int, int] | None = None, new_peak: bool = True,
+              force: bool = False) -> int:
+        """Unmap free whole pages until ``excess`` bytes are back.
+
+        Cold pages go first, largest runs first. Pages freed since live bytes last
+        peaked are *hot* when this request sets no new peak: a repeating workload
+        uses them every step, so unmapping them only buys a map later. Every unmap
+        made here counts against a budget of ``trim_budget`` x the maps that grew a
+        region (+ ``trim_base``), which bounds the device calls churn can cost.
+        """
+        # maps an allocator that never unmapped would also have made (each unmap
+        # here costs at most about one map later)
+        grown = max(0, self._maps - self._trims)
+        budget = float("inf") if force else self.spec.trim_budget * grown + self.spec.trim_base
+        if self._trims >= budget:
+            return 0
+        page = self._page
+        hot_after = self._clock if new_peak else self._peak_clock
+        cands: list[tuple[bool, int, int, int, _Region]] = []
+        for r in self._regions.values():
+            for a, b, t in r.free_page_runs(page):
+                if a == r.base:
+                    # the region's first page stays mapped: the region (and where it starts)
+                    # stays visible in segments(), so a warm start can rebuild it
+                    a += page
+                    if a >= b:
+                        continue
+                hot = t > hot_after
+                if exclude is not None and r is exclude[0] and a < exclude[2] and b > exclude[1]:
+                    # keep the pages the request is about to use
+                    if a < exclude[1]:
+                        cands.append((hot, a - exclude[1], a, exclude[1], r))
+                    if b > exclude[2]:
+                        cands.append((hot, exclude[2] - b, exclude[2], b, r))
+                    continue
+                cands.append((hot, a - b, a, b, r))
+        cands.sort(key=lambda c: (c[0], c[1]))
+        got = 0
+        for _hot, neg, a, b, r in cands:
+            if got >= excess or self._trims >= budget:
+                break
+            self._trims += 1
+            # only what is needed, from the run's high end (low addresses stay mapped
+            # for address-ordered reuse)
+            take = min(-neg, -(-(excess - got) // page) * page)
+            self._unmap(r, b - take, b, "slack")
+            got += take
+        return got
+
+    def _release_all(self, reason: str) -> None:
+        for r in list(self._regions.values()):
+            for a, b, _t in r.free_page_runs(self._page):
+                self._unmap(r, a, b, reason)
+        if self._tiny_free:
+            st = self.stats
+            for size, addrs in self._tiny_free.items():
+                for addr in addrs:
+                    self.device.free(addr)
+                    del self._tiny_seg[addr]
+                    self._reserved -= size
+                    st.dec(S.RESERVED_BYTES, _SMALL, size)
+                    st.dec(S.SEGMENT, _SMALL, 1)
+                    st.num_device_free += 1
+                    if self._listeners or self._vmask:
+                        self._emit(EventKind.SEGMENT_FREE, addr, size, 0, 0, _SMALL)
+                        self._emit(EventKind.RELEASED, addr, size, 0, 0, _SMALL, {"reason": reason})
+            self._tiny_free.clear()
+
+    # ------------------------------------------------------------ tiny blocks
+    def _tiny_region(self, stream: int) -> _Region:
+        key = stream if self.spec.per_stream else 0
+        r = self._tiny.get(key)
+        if r is None:
+            r = self._tiny[key] = _Region(0, 0, key, _SMALL)
+        return r
+
+    def _tiny_malloc(self, region: _Region, size: int, orig: int) -> tuple[int, bool]:
+        cached = self._tiny_free.get(size)
+        if cached:
+            return cached.pop(), False
+        hard = self._hard
+        for attempt in range(2):
+            if hard is None or self._reserved + size <= hard:
+                try:
+                    addr = self.device.malloc(size)
+                    break
+                except DeviceOutOfMemory:
+                    pass
+            if attempt == 0:
+                self._release_all("retry")
+                self.stats.num_alloc_retries += 1
+        else:
+            self._raise_oom(orig, size, region, None)
+            raise AssertionError("unreachable")
+        self._tiny_seg[addr] = size
+        self._reserved += size
+        if self._reserved > self._high_water:
+            self._high_water = self._reserved
+        st = self.stats
+        st.inc(S.RESERVED_BYTES, _SMALL, size)
+        st.inc(S.SEGMENT, _SMALL, 1)
+        st.num_device_alloc += 1
+        if self._listeners or self._vmask:
+            self._emit(EventKind.SEGMENT_ALLOC, addr, size, region.stream, 0, _SMALL)
+        return addr, True
+
+    def _raise_oom(self, orig: int, size: int, region: _Region, why: str | None) -> None:
+        st = self.stats
+        st.num_ooms += 1
+        dev = self.device
+        allocated = st.current(S.ALLOCATED_BYTES)
+        reserved = self._reserved
+        if self._listeners or self._vmask:
+            self._emit(EventKind.ALLOCATION_FAILED, 0, size, region.stream, orig, region.pool,
+                       {"stage": "oom", "device_free": dev.free_bytes})
+        limit = self._hard
+        limit_text = (f" The limit in force is {format_bytes(limit)} ({self.spec.limits.hard_limit_setting or 'hard limit'})."
+                      if limit is not None else " No memory limit is in force.")
+        msg = (
+            f"{self.name}: out of memory. Tried to allocate {format_bytes(size)} (request of {orig} B rounded to "
+            f"{size} B, stream {region.stream}). The device has a total capacity of {format_bytes(dev.capacity)} of "
+            f"which {format_bytes(dev.free_bytes)} is free.{limit_text} Of the memory in use, "
+            f"{format_bytes(allocated)} is allocated and {format_bytes(reserved - allocated)} is reserved but "
+            f"unallocated (every free page was already unmapped)."
+            + (f" {why}." if why else "")
+            + (f" Try {self.spec.oom_hint}." if self.spec.oom_hint else "")
+        )
+        raise OutOfMemoryError(msg, requested=orig, capacity=dev.capacity, allocated=allocated,
+                               reserved=reserved, limit=limit)
+
+    # ================================================================= free
+    def free(self, address: int) -> None:
+        """Return a block. Unknown or double frees raise AllocatorUsageError and change nothing."""
+        with self._lock:
+            self._enter()
+            b = self._live.pop(address, None) if type(address) is int else None
+            if b is None:
+                raise AllocatorUsageError(self._bad_free_message(address))
+            region = b.region
+            self._clock += 1
+            if region.size:
+                region.release(address, b.size, self._clock)
+            else:  # a tiny block: keep its device allocation for a request of the same size
+                self._tiny_free.setdefault(b.size, []).append(address)
+            self._live_bytes -= b.size
+            self._frees += 1
+            p = region.pool
+            size = b.size
+            for a, amount in zip(self._rows[p], (1, 1, size, size, b.requested, b.requested)):
+                a[0] -= amount
+                a[3] += amount
+            if self._listeners or self._vmask:
+                self._emit(EventKind.FREED, address, b.size, region.stream, b.requested, p)
+
+    def _bad_free_message(self, address: object) -> str:
+        if isinstance(address, bool) or not isinstance(address, int):
+            return f"free() needs an int address returned by malloc(); got {type(address).__name__} {address!r}"
+        for a, b in self._live.items():
+            if a < address < a + b.size:
+                return (f"free of {address:#x}: not the start of an allocation (it is inside the live block at "
+                        f"{a:#x} of {b.size} B); pass the address malloc() returned")
+        return (f"free of unknown address {address:#x}: {self.name!r} never returned it, or it was already freed "
+                f"({len(self._live)} blocks are live)")
+
+    # ========================================================== public API
+    def empty_cache(self) -> None:
+        """Unmap every free page (what c10 does for expandable segments)."""
+        with self._lock:
+            self._enter()
+            self._release_all("empty_cache")
+
+    def memory_stats(self) -> dict[str, int]:
+        with self._lock:
+            return self.stats.as_dict()
+
+    def reset_peak_stats(self) -> None:
+        with self._lock:
+            self.stats.reset_peak()
+
+    def reset_accumulated_stats(self) -> None:
+        with self._lock:
+            self.stats.reset_accumulated()
+
+    def fragmentation(self) -> Fragmentation:
+        with self._lock:
+            st = self.stats
+            page = self._page
+            largest = 0
+            total_free = self._reserved - st.current(S.ALLOCATED_BYTES)
+            for r in self._regions.values():
+                for a, b, _t in r.free_page_runs(page):
+                    largest = max(largest, b - a)
+                for a, n in r.holes.items():
+                    if not r.unmapped_runs(a // page * page, -(-(a + n) // page) * page):
+                        largest = max(largest, n)
+            peak_res = st.peak(S.RESERVED_BYTES)
+            peak_req = st.peak(S.REQUESTED_BYTES)
+            allocated = st.current(S.ALLOCATED_BYTES)
+            return Fragmentation(
+                peak_reserved=peak_res,
+                peak_requested=peak_req,
+                peak_ratio=peak_res / peak_req if peak_req else 0.0,
+                reserved=self._reserved,
+                allocated=allocated,
+                requested=st.current(S.REQUESTED_BYTES),
+                internal_bytes=allocated - st.current(S.REQUESTED_BYTES),
+                external_bytes=self._reserved - allocated,
+                largest_free_block=min(largest, total_free),
+                total_free=total_free,
+                largest_free_ratio=min(largest, total_free) / total_free if total_free > 0 else 1.0,
+            )
+
+    def add_listener(self, fn: Listener, events: Iterable[EventKind | str] | None = None) -> None:
+        if not callable(fn):
+            raise AllocatorUsageError(f"add_listener needs a callable; got {fn!r}")
+        kinds: frozenset[EventKind] | None = None
+        if events is not None:
+            ks = []
+            for e in events:
+                try:
+                    ks.append(EventKind(e.value if isinstance(e, EventKind) else str(e).lower()))
+                except ValueError:
+                    raise AllocatorUsageError(
+                        f"unknown event kind {e!r}; accepted: {', '.join(k.name for k in EventKind)}") from None
+            kinds = frozenset(ks)
+        with self._lock:
+            self._listeners.append((fn, kinds))
+
+    def remove_listener(self, fn: Listener) -> None:
+        with self._lock:
+            before = len(self._listeners)
+            self._listeners = [(f, k) for f, k in self._listeners if f is not fn]
+            if len(self._listeners) == before:
+                raise AllocatorUsageError(f"remove_listener: {fn!r} is not a listener of this allocator")
+
+    def close(self) -> None:
+        """Give all device memory back (live blocks included); later calls raise."""
+        with self._lock:
+            if self._closed:
+                return
+            dev = self.device
+            release = getattr(dev, "release_address_space", None)
+            for r in self._regions.values():
+                for a, b in list(r.mapped.items()):
+                    dev.unmap(a, b - a)
+                r.mapped.clear()
+                if release is not None:
+                    release(r.reservation)
+            for addr in self._tiny_seg:
+                dev.free(addr)
+            self._tiny_seg.clear()
+            self._tiny_free.clear()
+            self._regions.clear()
+            self._region_at.clear()
+            self._live.clear()
+            self._reserved = 0
+            self._closed = True
+
+    def __enter__(self) -> "ArenaAllocator":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ inspection
+    def segments(self) -> list[SegmentState]:
+        """Each mapped run as an expandable ``SegmentState``; its blocks tile it
+        (live blocks, free gaps). Live blocks may straddle two runs' boundary only
+        if the runs are adjacent, which merging rules out."""
+        with self._lock:
+            out: list[SegmentState] = []
+            by_region: dict[int, list[tuple[int, _Live]]] = {}
+            for a, b in self._live.items():
+                by_region.setdefault(id(b.region), []).append((a, b))
+            for r in self._regions.values():
+                lives = sorted(by_region.get(id(r), []), key=lambda t: t[0])
+                j = 0
+                for s, e in r.mapped.items():
+                    blocks: list[BlockState] = []
+                    at = s
+                    while j < len(lives) and lives[j][0] < e:
+                        a, b = lives[j]
+                        if a > at:
+                            blocks.append(BlockState(at, a - at, 0, False))
+                        blocks.append(BlockState(a, b.size, b.requested, True))
+                        at = a + b.size
+                        j += 1
+                    if at < e:
+                        blocks.append(BlockState(at, e - at, 0, False))
+                    out.append(SegmentState(s, e - s, r.stream, _POOL_NAME[r.pool], tuple(blocks), is_expandable=True))
+            for addr, size in self._tiny_seg.items():
+                b = self._live.get(addr)
+                stream = b.region.stream if b is not None else 0
+                block = BlockState(addr, size, b.requested if b is not None else 0, b is not None)
+                out.append(SegmentState(addr, size, stream, "small", (block,)))
+            out.sort(key=lambda s: s.address)
+            return out
+
+    def live_blocks(self) -> list[tuple[int, int, int, int]]:
+        with self._lock:
+            return [(a, b.size, b.requested, b.region.stream) for a, b in self._live.items()]
+
+    @property
+    def reserved_bytes(self) -> int:
+        return self._reserved
+
+    @property
+    def allocated_bytes(self) -> int:
+        return self.stats.current(S.ALLOCATED_BYTES)
+
+    def __repr__(self) -> str:
+        return (f"<memtune ArenaAllocator {self.name!r}: {len(self._live)} live, "
+                f"{format_bytes(self.allocated_bytes)} allocated, {format_bytes(self._reserved)} reserved>")
+
+    # =============================================================== restore
+    def restore(self, initial_segments: Iterable[SegmentState]) -> dict[int, int]:
+        """Warm start: recreate ``initial_segments`` at their own addresses where the
+        device allows -- page-aligned segments become mapped runs of a region (their
+        cached blocks free pages memtune may later unmap), small unaligned ones exact
+        device allocations -- else place their live blocks compactly. Returns
+        ``{trace_address: address}`` for every live block. Counts no device calls;
+        peaks start from the restored state."""
+        segs = sorted(initial_segments, key=lambda s: s.address)
+        with self._lock:
+            self._enter()
+            mapping: dict[int, int] = {}
+            calls = (self.stats.num_device_alloc, self.stats.num_device_free)
+            for s in segs:
+                for b in s.blocks:
+                    if b.size <= 0:
+                        raise AllocatorUsageError(f"restore: block at {b.address:#x} has size {b.size}")
+            groups: dict[tuple[int, int], list[SegmentState]] = {}
+            rest: list[SegmentState] = []
+            page = self._page
+            for s in segs:
+                if s.address % page == 0 and s.total_size % page == 0:
+                    ss = self._small_size
+                    pool = _SMALL if ss is not None and s.pool == "small" else _LARGE
+                    groups.setdefault((s.stream if self.spec.per_stream else 0, pool), []).append(s)
+                else:
+                    rest.append(s)
+            # highest first: each region then takes the address space up to the next one
+            for key, group in sorted(groups.items(), key=lambda kv: -kv[1][0].address):
+                if self._restore_region(key, group, mapping):
+                    self._tiny_done = True  # pages were in use: past the tiny phase
+                else:
+                    rest.extend(group)
+            for s in sorted(rest, key=lambda s: s.address):
+                self._restore_exact(s, mapping)
+            self.stats.num_device_alloc, self.stats.num_device_free = calls
+            self._peak_live = max(self._peak_live, self._live_bytes)
+            self._high_water = max(self._high_water, self._reserved)
+            self.stats.reset_peak()
+            return mapping
+
+    def _adopt(self, addr: int, size: int, requested: int, region: _Region) -> None:
+        self._live[addr] = _Live(size, requested, region)
+        self._live_bytes += size
+        for a, amount in zip(self._rows[region.pool], (1, 1, size, size, requested, requested)):
+            c = a[0] + amount
+            a[0] = c
+            if c > a[1]:
+                a[1] = c
+            a[2] += amount
+
+    def _restore_region(self, key: tuple[int, int], group: list[SegmentState], mapping: dict[int, int]) -> bool:
+        """Page-aligned segments of one (stream, pool): one region holding them at their addresses."""
+        if key in self._regions:
+            return False
+        base = group[0].address
+        end = group[-1].address + group[-1].total_size
+        # as much address space as is free above the segments (up to a region's size)
+        need = end - base + self._page
+        size = max(need, self._region_size)
+        while True:
+            try:
+                res = self.device.reserve_address_space(size, address=base)  # type: ignore[call-arg]
+                break
+            except (ValueError, AllocatorUsageError):
+                if size <= need:
+                    return False
+                size = max(need, size // 2 // self._page * self._page)
+            except (TypeError, NotImplementedError):
+                return False
+        r = _Region(res, size, key[0], key[1])
+        self._regions[key] = r
+        self._region_at[res] = r
+        st = self.stats
+        r.top = end
+        free: list[tuple[int, int]] = []
+        at = base
+        page = self._page
+        prev_expandable = True
+        for s in group:
+            if s.address > at and s.is_expandable and prev_expandable:
+                # unmapped address space between mapped runs of one virtual range: free
+                # (between another allocator's device allocations it is not ours to use)
+                free.append((at, s.address - at))
+            prev_expandable = s.is_expandable
+            if s.is_expandable:
+                runs = [(s.address, s.address + s.total_size)]
+            else:
+                # another allocator's device allocation: take over only the pages its live
+                # blocks touch (its cached blocks were that allocator's choice, not memtune's)
+                runs = []
+                for b in s.blocks:
+                    if b.allocated:
+                        lo, hi = b.address // page * page, -(-(b.address + b.size) // page) * page
+                        if runs and lo <= runs[-1][1]:
+                            runs[-1] = (runs[-1][0], max(runs[-1][1], hi))
+                        else:
+                            runs.append((lo, hi))
+            for lo, hi in runs:
+                self.device.map(lo, hi - lo)
+                r.add_mapped(lo, hi)
+                r.mapped_bytes += hi - lo
+                self._reserved += hi - lo
+                st.inc(S.RESERVED_BYTES, key[1], hi - lo)
+            for b in s.blocks:
+                if b.allocated:
+                    self._adopt(b.address, b.size, b.requested_size, r)
+                    mapping[b.address] = b.address
+                else:
+                    free.append((b.address, b.size))
+            at = s.address + s.total_size
+        for a, n in free:
+            r.release(a, n, self._clock)
+        return True
+
+    def _restore_exact(self, s: SegmentState, mapping: dict[int, int]) -> None:
+        """A segment that cannot be a mapped run: an exact device allocation at its own
+        address when the device allows (its live block adopted), else its live blocks
+        allocated anew."""
+        malloc_at = getattr(self.device, "malloc_at", None)
+        if len(s.blocks) == 1 and malloc_at is not None and s.total_size < self._page:
+            try:
+                addr = malloc_at(s.address, s.total_size)
+            except (ValueError, AllocatorUsageError):
+                addr = None
+            if addr is not None:
+                b = s.blocks[0]
+                region = self._tiny_region(s.stream)
+                self._tiny_seg[addr] = s.total_size
+                self._tiny_floor += s.total_size
+                self._reserved += s.total_size
+                self.stats.inc(S.RESERVED_BYTES, _SMALL, s.total_size)
+                self.stats.inc(S.SEGMENT, _SMALL, 1)
+                if b.allocated:
+                    self._adopt(addr, s.total_size, b.requested_size, region)
+                    mapping[b.address] = addr
+                else:
+                    self._tiny_free.setdefault(s.total_size, []).append(addr)
+                return
+        for b in s.blocks:
+            if b.allocated:
+                mapping[b.address] = self._malloc(b.requested_size or b.size, s.stream)
+
+
+def _engine(spec: ArenaSpec) -> type[ArenaAllocator]:
+    return ArenaAllocator
+
+
+#: ``memtune.allocator()`` builds ``spec.engine(spec, device, env_verbose=...)`` when a
+#: preset's spec names its engine (the default engine is the c10-style ``Allocator``).
+ArenaSpec.engine = property(_engine)  # type: ignore[attr-defined]

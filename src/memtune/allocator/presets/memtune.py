@@ -1,0 +1,107 @@
+"""``memtune`` and ``memtune-plan``: memtune's own policies.
+
+``memtune`` is the online policy of :mod:`memtune.allocator.arena`: one virtual
+region per stream, best fit with coalescing, pages mapped on demand and
+unmapped lazily (with hysteresis and a device-call budget), so reserved memory
+tracks the peak of live bytes within ``MEMTUNE_SLACK``.
+
+``memtune-plan`` adds plan mode (:mod:`memtune.trace.plan`): it learns a
+repeating step online, packs it offline and serves later steps from one arena,
+falling back to the online policy when the sequence deviates.
+
+Both are declared from ``MEMTUNE_*`` variables (config/declarations/policy.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memtune.allocator.arena import ArenaSpec
+from memtune.allocator.limits import Limits
+from memtune.allocator.presets import PresetInfo, Setting
+from memtune.errors import ConfigError
+
+SETTINGS = (
+    Setting("page_size", "MEMTUNE_PAGE_SIZE", "Mapping granularity (power of two; CUDA: 2 MiB).",
+            aliases=("MEMTUNE_PAGE_SIZE", "page")),
+    Setting("slack", "MEMTUNE_SLACK", "Reserved may exceed the live peak by this share before pages are unmapped.",
+            aliases=("MEMTUNE_SLACK",)),
+    Setting("growth", "MEMTUNE_GROWTH", "Extra share of the live peak mapped when a region grows.",
+            aliases=("MEMTUNE_GROWTH",)),
+    Setting("growth_max", "MEMTUNE_GROWTH_MAX", "Upper bound of the extra bytes mapped when a region grows.",
+            aliases=("MEMTUNE_GROWTH_MAX",)),
+    Setting("small_size", "MEMTUNE_SMALL_SIZE", "Requests up to this size get their own region (0 = one region).",
+            aliases=("MEMTUNE_SMALL_SIZE",)),
+    Setting("trim_budget", "MEMTUNE_TRIM_BUDGET", "Device calls allowed for unmapping hot pages, per region growth.",
+            aliases=("MEMTUNE_TRIM_BUDGET",)),
+    Setting("high_watermark", "MEMTUNE_HIGH_WATERMARK", "Hard limit of reserved memory (bytes or share; 0 = none).",
+            aliases=("MEMTUNE_HIGH_WATERMARK", "limit")),
+)
+PLAN_SETTINGS = SETTINGS + (
+    Setting("min_period", "MEMTUNE_PLAN_MIN_PERIOD", "Shortest repeating step (events) worth planning.",
+            aliases=("MEMTUNE_PLAN_MIN_PERIOD",)),
+    Setting("max_period", "MEMTUNE_PLAN_MAX_PERIOD", "Longest repeating step (events) looked for.",
+            aliases=("MEMTUNE_PLAN_MAX_PERIOD",)),
+)
+
+
+def env_settings() -> dict[str, Any]:
+    from memtune import config
+
+    return {s.name: config.get(s.config_key) for s in SETTINGS if s.config_key}
+
+
+def env_plan_settings() -> dict[str, Any]:
+    from memtune import config
+
+    return {s.name: config.get(s.config_key) for s in PLAN_SETTINGS if s.config_key}
+
+
+def _limit(value: Any, capacity: int) -> int | None:
+    if value is None:
+        return None
+    resolve = getattr(value, "resolve", None)
+    n = int(resolve(capacity) or 0) if resolve is not None else int(value)
+    return n or None
+
+
+def build(settings: dict[str, Any], capacity: int, explicit: frozenset[str], name: str = "memtune") -> ArenaSpec:
+    page = int(settings["page_size"])
+    if page < 512 or page & (page - 1):
+        raise ConfigError(f"page_size (MEMTUNE_PAGE_SIZE) = {page}: must be a power of two of at least 512 B, "
+                          "e.g. 2MiB", variable="MEMTUNE_PAGE_SIZE")
+    small = int(settings["small_size"]) or None
+    limit = _limit(settings.get("high_watermark"), capacity)
+    resolved = {k: settings[k] for k in ("page_size", "slack", "growth", "growth_max", "small_size", "trim_budget")}
+    resolved["high_watermark"] = limit or 0
+    return ArenaSpec(
+        name=name,
+        page=page,
+        small_size=small,
+        slack=float(settings["slack"]),
+        growth=float(settings["growth"]),
+        growth_max=int(settings["growth_max"]),
+        trim_budget=float(settings["trim_budget"]),
+        limits=Limits(hard_limit=limit, hard_limit_setting="MEMTUNE_HIGH_WATERMARK" if limit else None),
+        settings=resolved,
+    )
+
+
+def build_plan(settings: dict[str, Any], capacity: int, explicit: frozenset[str]):
+    from memtune.trace.plan import PlanSpec
+
+    lo, hi = int(settings["min_period"]), int(settings["max_period"])
+    if lo > hi:
+        raise ConfigError(f"min_period ({lo}) exceeds max_period ({hi}) (MEMTUNE_PLAN_MIN_PERIOD / "
+                          "MEMTUNE_PLAN_MAX_PERIOD)", variable="MEMTUNE_PLAN_MIN_PERIOD")
+    online = build(settings, capacity, explicit, name="memtune-plan")
+    resolved = dict(online.settings, min_period=lo, max_period=hi)
+    return PlanSpec(name="memtune-plan", online=online, min_period=lo, max_period=hi, settings=resolved)
+
+
+PRESETS = (
+    PresetInfo(name="memtune", reproduces="memtune's own online policy (virtual regions, pages mapped on demand)",
+               settings=SETTINGS, env=env_settings, build=build),
+    PresetInfo(name="memtune-plan", reproduces="memtune plus plan mode (learns a repeating step, packs it offline)",
+               settings=PLAN_SETTINGS, env=env_plan_settings, build=build_plan),
+)

@@ -1,0 +1,65 @@
+"""``memtune plan TRACE``: detect the repeating step, pack it, compare with the lower bound."""
+
+from __future__ import annotations
+
+import click
+
+from memtune.cli._common import console, echo_json
+
+
+@click.command()
+@click.argument("trace", type=click.Path(exists=True, dir_okay=False))
+@click.option("--device", type=int, default=None, help="Analyse only this device of the trace.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per device.")
+@click.option("--no-replay", is_flag=True, help="Only detect and pack the step; skip the replays.")
+@click.option("--pack-seconds", type=click.FloatRange(0.0, 600.0), default=2.0, show_default=True,
+              help="Time budget of the static packer's improvement pass.")
+def plan(trace, device, as_json, no_replay, pack_seconds):
+    """Learn TRACE's repeating step (step markers, or the detected period) and pack it offline.
+
+    Reports, per device: the period, how much of the trace repeats, the packed
+    arena of one step against that step's lower bound (peak of live requested
+    bytes), and -- unless --no-replay -- the peak reserved of memtune-plan, memtune
+    and pytorch-cuda (with the trace's own settings) against the trace's lower
+    bound. Lifetime tables also get the best static packing of the whole table.
+
+        memtune plan snapshot.pickle --json
+    """
+    from memtune.trace.plan import analyze
+
+    reports = analyze(trace, device=device, replay=not no_replay, pack_seconds=pack_seconds)
+    if as_json:
+        echo_json([r.to_json() for r in reports])
+        return
+    from rich.table import Table
+
+    from memtune.units import format_bytes
+
+    table = Table(title=f"Plan mode: {trace}")
+    for col in ("device", "events", "period", "repeats", "step arena / step bound"):
+        table.add_column(col, justify="right")
+    pols = list(reports[0].replays) if reports and reports[0].replays else []
+    for p in pols:
+        table.add_column(f"{p} / bound", justify="right")
+    show_pack = any(r.packing for r in reports)
+    if show_pack:
+        table.add_column("static packing / bound", justify="right")
+    for r in reports:
+        per = r.period
+        period = "-" if per is None else f"{per.length} ev x{per.count} from {per.start} ({per.source})"
+        cover = "-" if per is None else f"{100 * r.coverage:.0f}% of events"
+        step = "-" if r.plan is None or not r.plan.lower_bound else (
+            f"{format_bytes(r.plan.arena)} / {format_bytes(r.plan.lower_bound)} = {r.plan.ratio:.3f}")
+        cells = [str(r.device), str(r.events), period, cover, step]
+        for p in pols:
+            x = r.replays[p]
+            ratio = x["ratio"]
+            cells.append("-" if ratio is None else f"{ratio:.3f} ({x['device_calls']} calls)")
+        if show_pack:
+            cells.append("-" if r.packing is None else f"{r.packing.ratio:.4f} ({r.packing.method})")
+        table.add_row(*cells)
+    out = console()
+    out.print(table)
+    for r in reports:
+        out.print(f"device {r.device}: lower bound (peak live requested) {format_bytes(r.lower_bound)}",
+                  highlight=False)

@@ -1,0 +1,805 @@
+"""Plan mode: learn a repeating step, pack it offline, serve later steps from the plan.
+
+Training repeats the same allocation sequence every step. Once a step is known,
+its buffers' lifetimes are known, and a static packer (:mod:`memtune.trace.packing`)
+can place them in one arena almost at the lower bound -- something no online
+allocator can promise. This module:
+
+* turns a stream of allocations and frees into **tokens** -- ``(alloc, size,
+  stream)`` and ``(free, distance)`` where the distance counts events back to
+  the matching alloc, so a step's tokens are the same in every step;
+* **detects the period** of the token stream (the smallest ``p`` such that the
+  last ``2p`` tokens repeat, tolerant of any warm-up prefix), or takes the steps
+  between ``Action.MARKER`` events;
+* **computes a plan** for the step: every buffer freed within a few steps is
+  planned; buffers that outlive a step have several instances live at once, so
+  the plan covers as many consecutive steps as needed, each instance with its
+  own offset. The cycle is cut where the fewest planned bytes are live and packed
+  twice -- linearly (instances alive across the cut held for the whole cycle)
+  and cyclically (:func:`memtune.trace.packing.pack_cyclic`) -- keeping the
+  better; buffers never freed stay with the online policy;
+* :class:`PlanAllocator` (preset ``memtune-plan``) runs the online ``memtune``
+  policy, watches the stream, and once a period repeats serves the planned
+  buffers of later steps from the arena. Any deviation (an unexpected size,
+  stream or free order) ends the plan: requests go back to the online policy,
+  the arena is given back when its last buffer is freed, and learning starts over.
+* :func:`analyze` reports, for ``memtune plan TRACE``, the detected period, the
+  plan's arena against the step's lower bound, and replays of ``memtune-plan``,
+  ``memtune`` and ``pytorch-cuda``.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+from sortedcontainers import SortedDict
+
+from memtune.allocator import stats as S
+from memtune.allocator.events import AllocatorEvent, EventKind, Listener
+from memtune.allocator.stats import Fragmentation, Stats
+from memtune.devices.base import Device, DeviceOutOfMemory
+from memtune.errors import AllocatorUsageError, MemtuneError
+from memtune.trace import packing
+from memtune.trace.model import Action, Event, SegmentState
+
+#: Token kinds.
+ALLOC, FREE, UNKNOWN_FREE = 0, 1, 2
+
+
+# --------------------------------------------------------------------------- tokens
+
+
+class Tokenizer:
+    """Interns step-invariant tokens: ``(ALLOC, size, stream)``, ``(FREE, distance)``."""
+
+    def __init__(self) -> None:
+        self.ids: dict[tuple, int] = {}
+        self.keys: list[tuple] = []
+
+    def id(self, key: tuple) -> int:
+        i = self.ids.get(key)
+        if i is None:
+            i = len(self.keys)
+            self.ids[key] = i
+            self.keys.append(key)
+        return i
+
+
+def tokenize(events: Iterable[Event], tokenizer: Tokenizer | None = None) -> tuple[np.ndarray, list[tuple]]:
+    """Token ids of the ALLOC/FREE events (others are skipped) and their keys.
+
+    A free's distance is the number of ALLOC/FREE events since its alloc; a free of
+    a block allocated before the stream began gets an UNKNOWN_FREE token.
+    """
+    tk = tokenizer or Tokenizer()
+    born: dict[int, int] = {}
+    out: list[int] = []
+    pos = 0
+    for ev in events:
+        act = ev.action
+        if act is Action.ALLOC:
+            born[ev.address] = pos
+            out.append(tk.id((ALLOC, ev.size, ev.stream)))
+        elif act is Action.FREE:
+            p0 = born.pop(ev.address, None)
+            out.append(tk.id((FREE, pos - p0)) if p0 is not None else tk.id((UNKNOWN_FREE, ev.size)))
+        else:
+            continue
+        pos += 1
+    return np.asarray(out, dtype=np.int64), tk.keys
+
+
+@dataclass(frozen=True)
+class Period:
+    """``count`` repetitions of ``length`` tokens starting at token ``start``."""
+
+    start: int
+    length: int
+    count: int
+    source: str = "detected"  # or "markers"
+
+    @property
+    def end(self) -> int:
+        return self.start + self.length * self.count
+
+
+def detect_period(tokens: Sequence[int] | np.ndarray, min_period: int = 2, max_period: int | None = None,
+                  min_count: int = 2) -> Period | None:
+    """The repeating stretch that covers the most tokens (ties: the shortest period).
+
+    For each candidate period ``p`` the longest run where ``t[i] == t[i + p]``
+    gives a stretch of ``run + p`` tokens with period ``p``; a stretch needs at
+    least ``min_count`` full repetitions. Among periods whose coverage is within
+    10 % of the best, the smallest wins (a multiple of the true period covers no
+    more). Vectorised: fine for tens of thousands of tokens.
+    """
+    a = np.asarray(tokens, dtype=np.int64)
+    n = len(a)
+    hi = n // min_count if max_period is None else min(max_period, n // min_count)
+    found: list[tuple[int, int, int]] = []  # (coverage, p, start)
+    for p in range(max(1, min_period), hi + 1):
+        m = a[:-p] == a[p:]
+        if not m[: n - p].any():
+            continue
+        d = np.diff(np.concatenate(([0], m.view(np.int8), [0])))
+        starts = np.flatnonzero(d == 1)
+        ends = np.flatnonzero(d == -1)
+        runs = ends - starts
+        k = int(np.argmax(runs))
+        run = int(runs[k])
+        reps = (run + p) // p
+        if reps >= min_count:
+            found.append((reps * p, p, int(starts[k])))
+    if not found:
+        return None
+    best = max(c for c, _p, _s in found)
+    cov, p, s = min((f for f in found if f[0] >= 0.9 * best), key=lambda f: f[1])
+    return Period(s, p, cov // p)
+
+
+def marker_period(events: Sequence[Event], tokens: np.ndarray) -> Period | None:
+    """Steps between MARKER events, if at least two consecutive steps have equal tokens."""
+    bounds: list[int] = []
+    pos = 0
+    for ev in events:
+        if ev.action is Action.MARKER:
+            bounds.append(pos)
+        elif ev.action is Action.ALLOC or ev.action is Action.FREE:
+            pos += 1
+    if len(bounds) < 3:
+        return None
+    best: Period | None = None
+    i = 0
+    while i + 1 < len(bounds):
+        a, b = bounds[i], bounds[i + 1]
+        p = b - a
+        j = i + 1
+        while p > 0 and j + 1 < len(bounds) and bounds[j + 1] - bounds[j] == p and np.array_equal(
+                tokens[a:b], tokens[bounds[j]:bounds[j + 1]]):
+            j += 1
+        count = j - i
+        if count >= 2 and (best is None or count * p > best.count * best.length):
+            best = Period(a, p, count, "markers")
+        i = j
+    return best
+
+
+def suffix_period(tokens: np.ndarray, min_period: int, max_period: int, repeats: int = 2) -> int | None:
+    """The smallest ``p`` such that the last ``repeats x p`` tokens repeat with period ``p``."""
+    n = len(tokens)
+    hi = min(max_period, n // repeats)
+    if hi < min_period:
+        return None
+    rev = tokens[::-1]
+    # candidates: the last few tokens must match p tokens earlier
+    k = min(8, hi)
+    ok = np.ones(hi + 1, dtype=bool)
+    ok[:min_period] = False
+    for j in range(k):
+        last = rev[j]
+        # rev[j + p] == last  for p in 0..hi
+        seg = rev[j: j + hi + 1]
+        ok[: len(seg)] &= seg == last
+    for p in np.flatnonzero(ok):
+        p = int(p)
+        if p and np.array_equal(tokens[n - repeats * p: n - p], tokens[n - (repeats - 1) * p:]):
+            return p
+    return None
+
+
+# --------------------------------------------------------------------------- plan
+
+
+@dataclass
+class StepPlan:
+    """Offsets for one step's planned buffers, by phase within the step."""
+
+    length: int                 # planned cycle in events: M steps of the period
+    cut: int                    # phase where the cycle starts (fewest planned bytes live)
+    template: list[tuple]       # token keys by phase (unrotated; M copies of the step)
+    offsets: dict[int, int]     # alloc phase (unrotated) -> offset in the arena
+    arena: int                  # arena bytes (the packed peak)
+    lower_bound: int            # peak of planned live bytes over the step
+    planned_bytes: int          # sum of planned buffer sizes
+    unplanned: int              # allocs in the step that stay online (living longer than a step)
+    packing: packing.Packing | None = None
+
+    @property
+    def ratio(self) -> float:
+        return self.arena / self.lower_bound if self.lower_bound else 1.0
+
+
+def make_plan(template: Sequence[tuple], alignment: int = 512, time_budget: float = 0.5,
+              max_steps: int = 4) -> StepPlan:
+    """Pack a repeating step (token keys by phase) into an arena.
+
+    A buffer allocated at phase ``r`` and freed ``d`` events later is planned when
+    ``d < max_steps x p``. Buffers that outlive a step have several instances live
+    at once, so the plan covers ``M`` consecutive steps (the smallest ``M`` with
+    every planned ``d < M x p``), each instance with its own offset. The cycle is
+    cut where the fewest planned bytes are live; instances alive across the cut are
+    packed as if live for the whole cycle (safe, and cheap since the cut is the
+    minimum). Buffers never freed within ``max_steps`` steps stay online.
+    """
+    p = len(template)
+    if p == 0:
+        raise MemtuneError("cannot plan an empty step")
+    life: dict[int, int] = {}  # alloc phase -> duration (events)
+    for phi, key in enumerate(template):
+        if key[0] == FREE:
+            d = key[1]
+            if 0 < d < max_steps * p:
+                r = (phi - d) % p
+                if template[r][0] == ALLOC:
+                    life[r] = d
+    m = max([d // p + 1 for d in life.values()] or [1])
+    length = m * p
+    unrolled = list(template) * m
+    # every instance: (phase in the cycle, duration, size)
+    inst = [(k * p + r, d, template[r][1]) for k in range(m) for r, d in life.items()]
+    # planned live bytes at each phase of the (circular) cycle, to choose the cut
+    delta = np.zeros(length + 1, dtype=np.int64)
+    for a, d, sz in inst:
+        e = a + d
+        delta[a] += sz
+        if e <= length:
+            delta[e] -= sz
+        else:
+            delta[length] -= sz
+            delta[0] += sz
+            delta[e - length] -= sz
+    live = np.cumsum(delta[:length])
+    cut = int(np.argmin(live))
+    inst.sort()
+    intervals = []
+    cyclic = []
+    for a, d, sz in inst:
+        start = (a - cut) % length
+        end = start + d
+        intervals.append((0, length, sz) if end > length else (start, end, sz))  # across the cut: whole cycle
+        cyclic.append((start, end, sz))
+    if intervals:
+        # two packings, the better one wins: the linear packer with buffers alive across
+        # the cut held for the whole cycle, and a cyclic best fit that packs them exactly
+        pk = packing.pack(intervals, alignment=alignment, time_budget=time_budget)
+        if any(e > length for _s, e, _z in cyclic):
+            pc = packing.pack_cyclic(cyclic, length, alignment=alignment)
+            if pc.peak < pk.peak:
+                pk = pc
+        offsets = {a: int(o) for (a, _d, _s), o in zip(inst, pk.offsets)}
+        arena = pk.peak
+        lb = int(live.max())
+    else:
+        pk, offsets, arena, lb = None, {}, 0, 0
+    unplanned = sum(1 for phi, k in enumerate(template) if k[0] == ALLOC and phi not in life)
+    return StepPlan(length, cut, unrolled, offsets, arena, lb, sum(template[r][1] for r in life), unplanned, pk)
+
+
+# --------------------------------------------------------------------------- allocator
+
+
+@dataclass(frozen=True)
+class PlanSpec:
+    """Settings of :class:`PlanAllocator` (``memtune-plan``)."""
+
+    name: str = "memtune-plan"
+    online: Any = None                # the ArenaSpec of the online fallback
+    min_period: int = 4               # shortest step (events) worth planning
+    max_period: int = 1 << 15         # longest step (events) looked for
+    check_every: int = 64             # events between period checks while learning
+    min_repeats: int = 3              # a step must repeat this many times before it is planned
+    alignment: int = 512
+    pack_seconds: float = 0.05        # time budget of one step's packing (online: keep it short)
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def engine(self) -> type:
+        return PlanAllocator
+
+
+class _Active:
+    """A plan being served: arena address, phase origin, live planned blocks."""
+
+    __slots__ = ("plan", "base", "origin", "live", "serving", "by_off")
+
+    def __init__(self, plan: StepPlan, base: int, origin: int):
+        self.plan = plan
+        self.base = base
+        self.origin = origin          # event position where rotated phase 0 starts
+        self.live: dict[int, tuple[int, int, int]] = {}  # addr -> (size, requested, stream)
+        self.serving = True           # False once the stream deviated (draining)
+        self.by_off: SortedDict = SortedDict()  # addr -> end, for overlap checks
+
+
+class PlanAllocator:
+    """``memtune-plan``: the online ``memtune`` policy plus learned step plans.
+
+    Same public interface as the engine's allocator. Planned buffers live in one
+    device allocation (the arena) per active plan.
+    """
+
+    def __init__(self, spec: PlanSpec, device: Device, *, env_verbose: int = 0):
+        from memtune.allocator.arena import ArenaAllocator, ArenaSpec
+
+        self.spec = spec
+        self.device = device
+        self.name = spec.name
+        self.online = ArenaAllocator(spec.online or ArenaSpec(), device, env_verbose=env_verbose, notify=False)
+        self.stats = Stats()
+        v = self.stats.v
+        # active == allocated (no split blocks); every block counts in the large pool
+        for q in (0, S.SMALL, S.LARGE):
+            v[S.ACTIVE * 3 + q] = v[S.ALLOCATION * 3 + q]
+            v[S.ACTIVE_BYTES * 3 + q] = v[S.ALLOCATED_BYTES * 3 + q]
+        self._rows = {p: tuple(v[stat * 3 + q] for stat in (S.ALLOCATION, S.ALLOCATED_BYTES, S.REQUESTED_BYTES)
+                               for q in (0, p))
+                      for p in (S.SMALL, S.LARGE)}
+        self._lock = threading.RLock()
+        self._tk = Tokenizer()
+        self._hist: list[int] = []
+        self._hist0 = 0               # event position of _hist[0]
+        self._pos = 0
+        self._born: dict[int, int] = {}   # address -> alloc position (every live block)
+        self._next_check = spec.min_period * 2
+        self._active: _Active | None = None
+        self._draining: list[_Active] = []
+        self._pending: tuple[StepPlan, int] | None = None  # plan waiting for its first cut
+        self._arena_bytes = 0
+        self._online_seen = (0, 0, 0, 0, 0, 0)  # online stats already folded in (see _sync_reserved)
+        self._own_calls = [0, 0]
+        self.plans_made = 0
+        self.deviations = 0
+        self.planned_allocs = 0
+        self._listeners: list[tuple[Listener, frozenset[EventKind] | None]] = []
+        from memtune.allocator.engine import _notify_created
+
+        _notify_created(self)  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------ bookkeeping
+    def _sync_reserved(self) -> None:
+        """Fold the online allocator's reserved bytes, segments and device calls (per
+        pool) into our statistics, which also count the arenas."""
+        ost = self.online.stats
+        now = (ost.current(S.RESERVED_BYTES, S.SMALL), ost.current(S.RESERVED_BYTES, S.LARGE),
+               ost.current(S.SEGMENT, S.SMALL), ost.current(S.SEGMENT, S.LARGE),
+               ost.num_device_alloc, ost.num_device_free)
+        before = self._online_seen
+        st = self.stats
+        st.num_ooms = ost.num_ooms
+        if now == before:
+            return
+        for (stat, pool), new, old in zip(((S.RESERVED_BYTES, S.SMALL), (S.RESERVED_BYTES, S.LARGE),
+                                            (S.SEGMENT, S.SMALL), (S.SEGMENT, S.LARGE)), now, before):
+            if new > old:
+                st.inc(stat, pool, new - old)
+            elif new < old:
+                st.dec(stat, pool, old - new)
+        st.num_device_alloc += now[4] - before[4]
+        st.num_device_free += now[5] - before[5]
+        self._online_seen = now
+
+    def _count_alloc(self, size: int, requested: int, pool: int = S.LARGE) -> None:
+        for a, amount in zip(self._rows[pool], (1, 1, size, size, requested, requested)):
+            c = a[0] + amount
+            a[0] = c
+            if c > a[1]:
+                a[1] = c
+            a[2] += amount
+
+    def _count_free(self, size: int, requested: int, pool: int = S.LARGE) -> None:
+        for a, amount in zip(self._rows[pool], (1, 1, size, size, requested, requested)):
+            a[0] -= amount
+            a[3] += amount
+
+    def _token(self, key: tuple) -> int:
+        t = self._tk.id(key)
+        self._hist.append(t)
+        # keep the history bounded: 4 longest periods is plenty
+        limit = 4 * self.spec.max_period
+        if len(self._hist) > 2 * limit:
+            drop = len(self._hist) - limit
+            del self._hist[:drop]
+            self._hist0 += drop
+        return t
+
+    # ------------------------------------------------------------ learning
+    def _learn(self) -> None:
+        if self._pos < self._next_check or self._active is not None or self._pending is not None:
+            return
+        self._next_check = self._pos + self.spec.check_every
+        hist = np.asarray(self._hist, dtype=np.int64)
+        p = suffix_period(hist, self.spec.min_period, self.spec.max_period, self.spec.min_repeats)
+        if p is None:
+            return
+        keys = [self._tk.keys[t] for t in self._hist[len(self._hist) - p:]]
+        if not any(k[0] == ALLOC for k in keys):
+            return
+        plan = make_plan(keys, self.spec.alignment, self.spec.pack_seconds)
+        if plan.arena == 0:
+            return
+        self.plans_made += 1
+        # template phase 0 is the event at position pos - p; rotated phase 0 is at cut
+        first = self._pos - p + plan.cut
+        while first < self._pos:
+            first += p
+        self._pending = (plan, first)
+
+    def _activate(self, plan: StepPlan, origin: int) -> None:
+        # cached online memory served these buffers until now: give it back first,
+        # and let the online policy size its slack by what it still serves
+        self.online._release_all("plan")
+        self.online._peak_live = self.online._live_bytes
+        self._sync_reserved()
+        try:
+            base = self.device.malloc(plan.arena)
+        except DeviceOutOfMemory:
+            return
+        self._own_calls[0] += 1
+        self.stats.num_device_alloc += 1
+        self._arena_bytes += plan.arena
+        self.stats.inc(S.RESERVED_BYTES, S.LARGE, plan.arena)
+        self.stats.inc(S.SEGMENT, S.LARGE, 1)
+        self._active = _Active(plan, base, origin)
+
+    def _deviate(self) -> None:
+        a = self._active
+        if a is None:
+            return
+        self.deviations += 1
+        a.serving = False
+        self._active = None
+        self._next_check = self._pos + self.spec.min_period
+        if a.live:
+            self._draining.append(a)
+        else:
+            self._release_arena(a)
+
+    def _release_arena(self, a: _Active) -> None:
+        self.device.free(a.base)
+        self._own_calls[1] += 1
+        self.stats.num_device_free += 1
+        self._arena_bytes -= a.plan.arena
+        self.stats.dec(S.RESERVED_BYTES, S.LARGE, a.plan.arena)
+        self.stats.dec(S.SEGMENT, S.LARGE, 1)
+
+    def _check_pending(self, key: tuple) -> None:
+        """A learned plan waits for its first step boundary; the stream must keep
+        following the template meanwhile, else the plan is dropped."""
+        pend = self._pending
+        if pend is None:
+            return
+        plan, origin = pend
+        phi = (plan.cut + (self._pos - origin)) % plan.length
+        if plan.template[phi] != key:
+            self._pending = None
+            self._next_check = self._pos + self.spec.min_period
+            return
+        if self._pos == origin:
+            self._pending = None
+            self._activate(plan, origin)
+
+    def _expected(self, a: _Active) -> tuple[int, tuple]:
+        """(unrotated template phase, expected token key) of the current event."""
+        plan = a.plan
+        phi = (plan.cut + (self._pos - a.origin)) % plan.length
+        return phi, plan.template[phi]
+
+    # ------------------------------------------------------------ API
+    def malloc(self, size: int, stream: int = 0) -> int:
+        if type(size) is not int or size <= 0:
+            if isinstance(size, bool) or not isinstance(size, int):
+                raise AllocatorUsageError(f"malloc size must be an int number of bytes; got {type(size).__name__} {size!r}")
+            raise AllocatorUsageError(f"malloc size must be positive; got {size} (accepted: an int >= 1)")
+        if type(stream) is not int or stream < 0:
+            raise AllocatorUsageError(f"stream must be a non-negative int; got {stream!r}")
+        with self._lock:
+            key = (ALLOC, size, stream)
+            self._check_pending(key)
+            addr = None
+            a = self._active
+            if a is not None:
+                phi, want = self._expected(a)
+                if want != key:
+                    self._deviate()
+                else:
+                    off = a.plan.offsets.get(phi)
+                    if off is not None:
+                        cand = a.base + off
+                        rounded = (size + self.spec.alignment - 1) // self.spec.alignment * self.spec.alignment
+                        if self._free_range(a, cand, rounded):
+                            addr = cand
+                            a.live[addr] = (rounded, size, stream)
+                            a.by_off[addr] = addr + rounded
+                            self.planned_allocs += 1
+                            self._count_alloc(rounded, size)
+                            if self._listeners:
+                                self._emit(EventKind.RECYCLED, addr, rounded, stream, size)
+                        else:
+                            self._deviate()
+            if addr is None:
+                try:
+                    addr = self.online.malloc(size, stream)
+                finally:
+                    self._sync_reserved()
+                b = self.online._live[addr]
+                self._count_alloc(b.size, size, b.region.pool)
+            self._born[addr] = self._pos
+            self._token(key)
+            self._pos += 1
+            self._learn()
+            return addr
+
+    @staticmethod
+    def _free_range(a: _Active, lo: int, size: int) -> bool:
+        by = a.by_off
+        i = by.bisect_right(lo + size - 1)
+        if i:
+            k = by.keys()[i - 1]
+            if by[k] > lo:
+                return False
+        return True
+
+    def free(self, address: int) -> None:
+        with self._lock:
+            born = self._born.pop(address, None) if type(address) is int else None
+            if born is None:
+                # let the online allocator produce the precise error
+                self.online.free(address)
+                raise AssertionError("unreachable")
+            key = (FREE, self._pos - born)
+            self._check_pending(key)
+            owner = None
+            for a in ([self._active] if self._active is not None else []) + self._draining:
+                if address in a.live:
+                    owner = a
+                    break
+            act = self._active
+            if act is not None:
+                _phi, want = self._expected(act)
+                if want != key:
+                    self._deviate()
+            if owner is not None:
+                size, req, stream = owner.live.pop(address)
+                del owner.by_off[address]
+                self._count_free(size, req)
+                if self._listeners:
+                    self._emit(EventKind.FREED, address, size, stream, req)
+                if not owner.serving and not owner.live:
+                    self._draining.remove(owner)
+                    self._release_arena(owner)
+            else:
+                on = self.online
+                b = on._live[address]
+                self._count_free(b.size, b.requested, b.region.pool)
+                on.free(address)
+                if self._active is not None and on._reserved > (1.0 + on.spec.slack) * on._live_bytes + on._page:
+                    # blocks from before the plan drain away: the online policy's free pages
+                    # now only add to the arena, so give them back
+                    on._release_all("plan")
+                    on._peak_live = on._live_bytes
+                self._sync_reserved()
+            self._token(key)
+            self._pos += 1
+            self._learn()
+
+    def empty_cache(self) -> None:
+        with self._lock:
+            self.online.empty_cache()
+            self._sync_reserved()
+
+    def memory_stats(self) -> dict[str, int]:
+        with self._lock:
+            self._sync_reserved()
+            # an arena is one device allocation split into planned blocks: its free gaps
+            # are inactive split blocks (computed from the layout when asked)
+            count = size = 0
+            for seg in self._arena_segments():
+                if len(seg.blocks) > 1:
+                    for b in seg.blocks:
+                        if not b.allocated:
+                            count += 1
+                            size += b.size
+            v = self.stats.v
+            for stat, value in ((S.INACTIVE_SPLIT, count), (S.INACTIVE_SPLIT_BYTES, size)):
+                for q in (0, S.LARGE):
+                    row = v[stat * 3 + q]
+                    row[0] = value
+                    row[1] = max(row[1], value)
+            return self.stats.as_dict()
+
+    def reset_peak_stats(self) -> None:
+        with self._lock:
+            self.online.reset_peak_stats()
+            self.stats.reset_peak()
+
+    def fragmentation(self) -> Fragmentation:
+        with self._lock:
+            st = self.stats
+            reserved = st.current(S.RESERVED_BYTES)
+            allocated = st.current(S.ALLOCATED_BYTES)
+            peak_res, peak_req = st.peak(S.RESERVED_BYTES), st.peak(S.REQUESTED_BYTES)
+            total_free = reserved - allocated
+            return Fragmentation(peak_res, peak_req, peak_res / peak_req if peak_req else 0.0, reserved, allocated,
+                                 st.current(S.REQUESTED_BYTES), allocated - st.current(S.REQUESTED_BYTES),
+                                 total_free, 0, total_free, 0.0 if total_free else 1.0)
+
+    def _emit(self, kind: EventKind, address: int, size: int, stream: int, requested: int) -> None:
+        ev = AllocatorEvent(kind, address, size, stream, requested, "large", {"plan": True})
+        for fn, kinds in tuple(self._listeners):
+            if kinds is None or kind in kinds:
+                fn(ev)
+
+    def add_listener(self, fn: Listener, events: Iterable[EventKind | str] | None = None) -> None:
+        """Listeners see planned blocks here and online blocks through the online allocator."""
+        with self._lock:
+            self.online.add_listener(fn, events)
+            kinds = None if events is None else frozenset(
+                EventKind(e.value if isinstance(e, EventKind) else str(e).lower()) for e in events)
+            self._listeners.append((fn, kinds))
+
+    def remove_listener(self, fn: Listener) -> None:
+        with self._lock:
+            self.online.remove_listener(fn)
+            self._listeners = [(f, k) for f, k in self._listeners if f is not fn]
+
+    def restore(self, initial_segments: Iterable[SegmentState]) -> dict[int, int]:
+        with self._lock:
+            mapping = self.online.restore(initial_segments)
+            for trace_addr, addr in mapping.items():
+                b = self.online._live.get(addr)
+                if b is not None:
+                    self._count_alloc(b.size, b.requested, b.region.pool)
+                    self._born[addr] = -(1 << 40)  # before the stream: frees get a distance no step has
+            self._sync_reserved()
+            st = self.stats
+            st.num_device_alloc = st.num_device_free = 0
+            st.reset_peak()
+            return mapping
+
+    def segments(self) -> list[SegmentState]:
+        with self._lock:
+            out = list(self.online.segments()) + self._arena_segments()
+            out.sort(key=lambda s: s.address)
+            return out
+
+    def _arena_segments(self) -> list[SegmentState]:
+        """Each arena (the active plan's and those draining) as a segment of planned blocks."""
+        from memtune.trace.model import BlockState
+
+        out: list[SegmentState] = []
+        for a in ([self._active] if self._active else []) + self._draining:
+            blocks = []
+            at = a.base
+            for addr in a.by_off:
+                if addr > at:
+                    blocks.append(BlockState(at, addr - at, 0, False))
+                size, req, _s = a.live[addr]
+                blocks.append(BlockState(addr, size, req, True))
+                at = addr + size
+            end = a.base + a.plan.arena
+            if at < end:
+                blocks.append(BlockState(at, end - at, 0, False))
+            out.append(SegmentState(a.base, a.plan.arena, 0, "large", tuple(blocks)))
+        return out
+
+    def live_blocks(self) -> list[tuple[int, int, int, int]]:
+        with self._lock:
+            out = list(self.online.live_blocks())
+            for a in ([self._active] if self._active else []) + self._draining:
+                out.extend((addr, s, r, st) for addr, (s, r, st) in a.live.items())
+            return out
+
+    @property
+    def reserved_bytes(self) -> int:
+        return self.online.reserved_bytes + self._arena_bytes
+
+    @property
+    def allocated_bytes(self) -> int:
+        return self.stats.current(S.ALLOCATED_BYTES)
+
+    def close(self) -> None:
+        with self._lock:
+            for a in ([self._active] if self._active else []) + self._draining:
+                self.device.free(a.base)
+            self._active = None
+            self._draining = []
+            self.online.close()
+
+    def __repr__(self) -> str:
+        return (f"<memtune PlanAllocator {self.name!r}: {self.plans_made} plans, {self.planned_allocs} planned "
+                f"allocations, {self.deviations} deviations>")
+
+
+# --------------------------------------------------------------------------- analysis
+
+
+@dataclass
+class PlanReport:
+    """What ``memtune plan`` found on one device stream."""
+
+    trace: str
+    device: int
+    events: int
+    period: Period | None
+    coverage: float                 # share of the stream's tokens inside the repeating stretch
+    plan: StepPlan | None
+    lower_bound: int                # peak live requested bytes of the whole stream
+    replays: dict[str, dict[str, Any]] = field(default_factory=dict)  # policy -> summary
+    #: lifetime tables (one step by construction): the best static packing of the whole table
+    packing: packing.Packing | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        p, pl = self.period, self.plan
+        return {
+            "trace": self.trace,
+            "device": self.device,
+            "events": self.events,
+            "period": None if p is None else {"start": p.start, "length": p.length, "count": p.count,
+                                              "source": p.source},
+            "coverage": self.coverage,
+            "plan": None if pl is None else {
+                "arena_bytes": pl.arena, "step_lower_bound": pl.lower_bound, "ratio": pl.ratio,
+                "planned_buffers": len(pl.offsets), "unplanned_allocs": pl.unplanned, "cut": pl.cut,
+                "packing_method": pl.packing.method if pl.packing else None,
+            },
+            "lower_bound": self.lower_bound,
+            "replays": self.replays,
+            "static_packing": None if self.packing is None else {
+                "peak_bytes": self.packing.peak, "ratio": self.packing.ratio, "method": self.packing.method,
+                "seconds": self.packing.seconds},
+        }
+
+
+def lifetimes(events: Iterable[Event]) -> list[tuple[int, int, int]]:
+    """(start, end, size) of every block, in event positions; blocks never freed live to the end."""
+    born: dict[int, tuple[int, int]] = {}
+    out: list[tuple[int, int, int]] = []
+    n = 0
+    for i, ev in enumerate(events):
+        n = i + 1
+        if ev.action is Action.ALLOC:
+            born[ev.address] = (i, ev.size)
+        elif ev.action is Action.FREE and ev.address in born:
+            s, size = born.pop(ev.address)
+            out.append((s, i, size))
+    out.extend((s, n, size) for s, size in born.values())
+    return out
+
+
+def analyze(trace, device: int | None = None, policies: Sequence[str] = ("memtune-plan", "memtune", "pytorch-cuda"),
+            replay: bool = True, pack_seconds: float = 2.0) -> list[PlanReport]:
+    """Detect the period of each device stream, plan one step and replay ``policies``
+    (``pytorch-cuda`` with the trace's own settings, as the traced program ran)."""
+    from memtune.trace.replay import load
+    from memtune.trace.replay import replay as run_replay
+
+    tr = load(trace)
+    devices = [tr.device(device)] if device is not None else list(tr.devices)
+    out: list[PlanReport] = []
+    for dt in devices:
+        toks, keys = tokenize(dt.events)
+        per = marker_period(dt.events, toks) or detect_period(toks, min_period=PlanSpec.min_period)
+        plan = None
+        cov = 0.0
+        if per is not None:
+            cov = per.length * per.count / max(1, len(toks))
+            step = [keys[t] for t in toks[per.start: per.start + per.length]]
+            plan = make_plan(step, time_budget=pack_seconds)
+        rep = PlanReport(tr.source, dt.device, len(toks), per, cov, plan, dt.peak_requested_bytes())
+        if tr.format == "lifetimes":
+            rep.packing = packing.pack(lifetimes(dt.events), time_budget=pack_seconds)
+        if replay:
+            for pol in policies:
+                r = run_replay(tr, pol, device=dt.device)[0]
+                rep.replays[pol] = {
+                    "peak_reserved_bytes": r.peak_reserved_bytes,
+                    "ratio": r.peak_reserved_bytes / r.peak_requested_bytes if r.peak_requested_bytes else None,
+                    "device_calls": r.device_allocs + r.device_frees,
+                    "events_per_second": r.events_per_second,
+                    "ooms": len(r.ooms),
+                }
+        out.append(rep)
+    return out

@@ -1,0 +1,282 @@
+"""memtune's online policy (ArenaAllocator): invariants under random use, the
+failure path, warm starts, and the behaviours its design promises."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from hypothesis import settings, strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from memtune.allocator.arena import ArenaAllocator, ArenaSpec
+from memtune.allocator.events import EventKind
+from memtune.allocator.limits import Limits
+from memtune.devices.simulated import SimulatedDevice
+from memtune.errors import AllocatorUsageError, OutOfMemoryError
+from memtune.trace.model import BlockState, SegmentState
+
+KiB, MiB = 1 << 10, 1 << 20
+PAGE = 64 * KiB  # small pages so random workloads cross page boundaries often
+
+
+def make(capacity: int = 1 << 40, **kw) -> tuple[ArenaAllocator, SimulatedDevice]:
+    dev = SimulatedDevice(capacity)
+    kw.setdefault("page", PAGE)
+    kw.setdefault("growth_max", 4 * PAGE)
+    return ArenaAllocator(ArenaSpec(**kw), dev), dev
+
+
+def check_invariants(a: ArenaAllocator, dev: SimulatedDevice, expected: dict[int, tuple[int, int]]) -> None:
+    """expected: address -> (requested, stream) of every block the test holds."""
+    live = sorted((addr, size, req, stream) for addr, size, req, stream in a.live_blocks())
+    assert {x[0]: (x[2], x[3]) for x in live} == expected
+    # no two live blocks overlap
+    for (a1, s1, *_), (a2, *_rest) in zip(live, live[1:]):
+        assert a1 + s1 <= a2
+    # every live block lies inside mapped device memory (or is a tiny device allocation)
+    segs = a.segments()
+    for addr, size, _req, _s in live:
+        assert any(seg.address <= addr and addr + size <= seg.address + seg.total_size for seg in segs), hex(addr)
+    # segments tile, and the statistics equal a recomputation from scratch
+    for seg in segs:
+        assert sum(b.size for b in seg.blocks) == seg.total_size
+    stats = a.memory_stats()
+    assert stats["allocated_bytes.all.current"] == sum(x[1] for x in live)
+    assert stats["requested_bytes.all.current"] == sum(x[2] for x in live)
+    assert stats["allocation.all.current"] == len(live)
+    reserved = stats["reserved_bytes.all.current"]
+    assert reserved == sum(s.total_size for s in segs) == a.reserved_bytes == dev.counters.bytes_in_use
+    assert reserved >= stats["allocated_bytes.all.current"]
+    assert stats["reserved_bytes.all.peak"] >= reserved
+
+
+class ArenaMachine(RuleBasedStateMachine):
+    @initialize(small=st.sampled_from([None, 4 * KiB]), slack=st.sampled_from([0.0, 0.02, 0.5]),
+                budget=st.sampled_from([0.0, 1.0, 100.0]))
+    def setup(self, small, slack, budget):
+        self.a, self.dev = make(small_size=small, slack=slack, trim_budget=budget)
+        self.held: dict[int, tuple[int, int]] = {}
+
+    @rule(size=st.one_of(st.integers(1, 4 * KiB), st.integers(1, 5 * PAGE)), stream=st.integers(0, 2))
+    def malloc(self, size, stream):
+        addr = self.a.malloc(size, stream)
+        assert addr not in self.held
+        self.held[addr] = (size, stream)
+
+    @precondition(lambda self: self.held)
+    @rule(data=st.data())
+    def free(self, data):
+        addr = data.draw(st.sampled_from(sorted(self.held)))
+        self.a.free(addr)
+        del self.held[addr]
+
+    @rule()
+    def empty_cache(self):
+        self.a.empty_cache()
+
+    @invariant()
+    def consistent(self):
+        if hasattr(self, "a"):
+            check_invariants(self.a, self.dev, self.held)
+
+    def teardown(self):
+        if hasattr(self, "a"):
+            for addr in list(self.held):
+                self.a.free(addr)
+            self.a.empty_cache()
+            assert self.a.memory_stats()["reserved_bytes.all.current"] == 0
+            assert self.dev.counters.bytes_in_use == 0
+            self.a.close()
+
+
+TestArenaMachine = ArenaMachine.TestCase
+TestArenaMachine.settings = settings(max_examples=40, stateful_step_count=40, deadline=None)
+
+
+def run_fragmenting(**kw) -> tuple[int, int]:
+    a, dev = make(**kw)
+    live = []
+    peak_live = cur = 0
+    for i in range(400):
+        size = (1 + (i * 7919) % 13) * 40 * KiB
+        live.append((a.malloc(size), size))
+        cur += size
+        peak_live = max(peak_live, cur)
+        if len(live) > 20:
+            addr, s = live.pop((i * 31) % len(live))
+            a.free(addr)
+            cur -= s
+    return a.memory_stats()["reserved_bytes.all.peak"], peak_live
+
+
+def test_reserved_tracks_the_live_peak_within_the_slack():
+    """A fragmenting workload: reserved stays within (1 + slack) x peak live plus the
+    partial pages at the edges of free holes (at most two per hole; <= 21 holes),
+    and well below what best fit alone (never unmapping) strands."""
+    tight, peak_live = run_fragmenting(page=64 * KiB, slack=0.02, trim_budget=100.0, growth_max=0)
+    never, _ = run_fragmenting(page=64 * KiB, slack=0.02, trim_budget=0.0, trim_base=0, growth_max=0)
+    assert tight <= 1.02 * peak_live + 2 * 21 * 64 * KiB, (tight, peak_live)
+    assert tight < never
+
+
+def test_repeating_workload_stops_making_device_calls():
+    """After a few steps of the same allocation pattern no device call is made:
+    the budget stops unmap/map churn."""
+    a, dev = make(page=64 * KiB, slack=0.0)
+
+    def step():
+        held = [a.malloc(s) for s in (300 * KiB, 70 * KiB, 500 * KiB, 130 * KiB)]
+        a.free(held[1])
+        held.append(a.malloc(200 * KiB))
+        for h in held[::-1]:
+            if h != held[1]:
+                a.free(h)
+
+    for _ in range(20):
+        step()
+    calls = dev.counters.maps + dev.counters.unmaps
+    for _ in range(50):
+        step()
+    assert dev.counters.maps + dev.counters.unmaps == calls
+
+
+def test_tiny_footprint_uses_exact_device_allocations():
+    a, dev = make(page=2 * MiB)
+    x = a.malloc(8)
+    a.free(x)
+    y = a.malloc(8)  # the cached allocation is reused
+    assert y == x
+    assert a.memory_stats()["reserved_bytes.all.peak"] == 512
+    assert dev.counters.mallocs == 1 and dev.counters.maps == 0
+    big = a.malloc(3 * MiB)  # past one page: pages from here on
+    assert dev.counters.maps >= 1
+    a.free(big)
+    a.free(y)
+    a.empty_cache()
+    assert a.reserved_bytes == 0 and dev.counters.bytes_in_use == 0
+
+
+def test_oom_releases_free_pages_then_fails_cleanly():
+    a, dev = make(capacity=1 * MiB, page=64 * KiB, slack=10.0, trim_budget=0.0)
+    held = [a.malloc(128 * KiB) for _ in range(6)]
+    for h in held[::2]:
+        a.free(h)  # 384 KiB free, but in 128 KiB holes (still mapped: slack is huge)
+    before = (a.memory_stats()["allocated_bytes.all.current"], sorted(a.live_blocks()))
+    big = a.malloc(384 * KiB)  # fits only after the free pages are unmapped and mapped again
+    a.free(big)
+    with pytest.raises(OutOfMemoryError) as e:
+        a.malloc(2 * MiB)
+    msg = str(e.value)
+    assert "out of memory" in msg and "2.00 MiB" in msg and "1.00 MiB" in msg
+    assert e.value.requested == 2 * MiB and e.value.capacity == 1 * MiB
+    assert (a.memory_stats()["allocated_bytes.all.current"], sorted(a.live_blocks())) == before
+    assert a.memory_stats()["num_ooms"] == 1
+    x = a.malloc(64 * KiB)  # still usable
+    a.free(x)
+
+
+def test_hard_limit_is_enforced():
+    a, dev = make(capacity=1 << 30, page=64 * KiB,
+                  limits=Limits(hard_limit=512 * KiB, hard_limit_setting="MEMTUNE_HIGH_WATERMARK"))
+    a.malloc(400 * KiB)
+    with pytest.raises(OutOfMemoryError, match="MEMTUNE_HIGH_WATERMARK"):
+        a.malloc(200 * KiB)
+    assert a.reserved_bytes <= 512 * KiB
+
+
+def test_soft_limit_unmaps_free_pages_whatever_the_budget():
+    a, dev = make(page=64 * KiB, slack=1.0, trim_budget=0.0, trim_base=0, growth_max=0,
+                  limits=Limits(soft_limit=1280 * KiB))
+    held = [a.malloc(256 * KiB) for _ in range(5)]
+    a.free(held[1])
+    a.free(held[3])  # two 256 KiB holes, mapped; no budget to unmap them
+    a.malloc(512 * KiB)  # fits no hole: 1.75 MiB would be mapped, above the soft limit
+    assert a.reserved_bytes <= 1280 * KiB
+    assert a.memory_stats()["num_device_free"] >= 1
+
+
+def test_bad_frees_and_sizes_are_clear_errors_and_change_nothing():
+    a, dev = make()
+    x = a.malloc(1000)
+    snap = a.memory_stats()
+    with pytest.raises(AllocatorUsageError, match="unknown address"):
+        a.free(12345)
+    with pytest.raises(AllocatorUsageError, match="not the start of an allocation"):
+        a.free(x + 8)
+    a.free(x)
+    with pytest.raises(AllocatorUsageError, match="already freed|unknown"):
+        a.free(x)
+    for bad in (0, -5, 1.5, True):
+        with pytest.raises(AllocatorUsageError, match="size"):
+            a.malloc(bad)  # type: ignore[arg-type]
+    with pytest.raises(AllocatorUsageError, match="stream"):
+        a.malloc(10, stream=-1)
+    assert a.memory_stats()["num_ooms"] == snap["num_ooms"]
+
+
+def test_events_and_listeners():
+    a, dev = make(page=64 * KiB)
+    seen = []
+    a.add_listener(lambda ev: seen.append(ev.kind))
+    x = a.malloc(100 * KiB)
+    a.free(x)
+    y = a.malloc(100 * KiB)
+    a.free(y)
+    a.empty_cache()
+    assert seen[:2] == [EventKind.SEGMENT_MAP, EventKind.ALLOCATED]
+    assert EventKind.RECYCLED in seen and EventKind.FREED in seen
+    assert EventKind.SEGMENT_UNMAP in seen and EventKind.RELEASED in seen
+
+
+def test_restore_places_every_live_block():
+    a, dev = make(page=64 * KiB)
+    segs = [
+        SegmentState(0x1000000, 3 * 4096, 0, "large", (
+            BlockState(0x1000000, 4096, 4000, True), BlockState(0x1001000, 4096, 0, False),
+            BlockState(0x1002000, 4096, 100, True))),
+        SegmentState(0x2000000, 8192, 1, "small", (BlockState(0x2000000, 8192, 8192, True),)),
+    ]
+    mapping = a.restore(segs)
+    assert set(mapping) == {0x1000000, 0x1002000, 0x2000000}
+    blocks = {addr: (req, s) for addr, _size, req, s in a.live_blocks()}
+    assert blocks[mapping[0x1000000]] == (4000, 0) and blocks[mapping[0x2000000]] == (8192, 1)
+    stats = a.memory_stats()
+    assert stats["num_device_alloc"] == 0 and stats["requested_bytes.all.current"] == 4000 + 100 + 8192
+    for addr in mapping.values():
+        a.free(addr)
+
+
+def test_threads_keep_the_invariants():
+    a, dev = make(page=64 * KiB)
+    errors = []
+
+    def work(seed: int) -> None:
+        try:
+            held = []
+            for i in range(600):
+                if held and (i * seed) % 3 == 0:
+                    a.free(held.pop((i * 7) % len(held)))
+                else:
+                    held.append(a.malloc(1 + (i * seed * 9973) % (200 * KiB), stream=seed % 2))
+            for h in held:
+                a.free(h)
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in (1, 2, 3, 5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    check_invariants(a, dev, {})
+    a.empty_cache()
+    assert a.reserved_bytes == 0
+
+
+def test_spec_validation_names_the_problem():
+    with pytest.raises(ValueError, match="page must be a positive multiple of alignment"):
+        ArenaSpec(page=1000)
+    with pytest.raises(ValueError, match="slack must be >= 0"):
+        ArenaSpec(slack=-1)

@@ -1,0 +1,108 @@
+"""Static packing: valid (no two time-overlapping buffers share bytes), never
+below the lower bound, and close to it on real lifetime tables."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from memtune.errors import TraceError
+from memtune.trace import packing
+
+interval = st.tuples(st.integers(0, 60), st.integers(0, 30), st.integers(0, 5000)).map(
+    lambda t: (t[0], t[0] + t[1], t[2])
+)
+
+
+def brute_force_lower_bound(intervals):
+    times = sorted({t for a, b, _ in intervals for t in (a, b)})
+    return max([sum(s for a, b, s in intervals if a <= t < b) for t in times] or [0])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(interval, max_size=40), st.sampled_from(packing.METHODS), st.sampled_from([1, 512]))
+def test_packing_is_valid_and_at_least_the_lower_bound(intervals, method, alignment):
+    p = packing.pack(intervals, methods=[method], time_budget=0.05, alignment=alignment)
+    assert packing.conflicts(intervals, p.offsets) == []
+    assert p.lower_bound == brute_force_lower_bound(intervals)  # of requested bytes
+    assert p.peak >= p.lower_bound
+    assert all(int(o) % alignment == 0 for o in p.offsets)
+    live = [(a, b, s) for a, b, s in intervals if b > a and s > 0]
+    if live:
+        aligned = [(s + alignment - 1) // alignment * alignment for _a, _b, s in live]
+        assert p.peak == max(int(p.offsets[i]) + aligned[k] for k, i in
+                             enumerate(i for i, (a, b, s) in enumerate(intervals) if b > a and s > 0))
+
+
+def test_conflicts_detects_an_overlap():
+    iv = [(0, 10, 100), (5, 15, 100)]
+    assert packing.conflicts(iv, [0, 50]) == [(0, 1)]
+    assert packing.conflicts(iv, [0, 100]) == []
+    # not live at the same time (half-open): may share space
+    assert packing.conflicts([(0, 5, 100), (5, 9, 100)], [0, 0]) == []
+
+
+def test_disjoint_chain_packs_optimally():
+    iv = [(i, i + 2, 100 + i) for i in range(0, 40, 2)]
+    p = packing.pack(iv)
+    assert p.peak == p.lower_bound == max(s for *_x, s in iv)
+
+
+def test_bad_input_is_named():
+    with pytest.raises(ValueError, match="buffer 1 is invalid"):
+        packing.pack([(0, 1, 1), (5, 2, 10)])
+    with pytest.raises(ValueError, match="unknown packing method 'nope'"):
+        packing.pack([(0, 1, 1)], methods=["nope"])
+
+
+def test_bad_csv_is_a_trace_error(tmp_path):
+    f = tmp_path / "x.csv"
+    f.write_text("id,lower,upper,size\n0,0,ten,5\n")
+    with pytest.raises(TraceError, match="line 2"):
+        packing.read_lifetimes_csv(f)
+    f.write_text("a,b\n1,2\n")
+    with pytest.raises(TraceError, match="id,lower,upper,size"):
+        packing.read_lifetimes_csv(f)
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("name", ["lifetimes-resnet50.csv", "lifetimes-pangu-2.6b.csv"])
+def test_real_lifetime_tables_pack_within_2_percent(shared_trace_path, name):
+    iv = packing.read_lifetimes_csv(shared_trace_path(name))
+    p = packing.pack(iv, time_budget=1.0)
+    assert packing.conflicts(iv, p.offsets) == []
+    # the lower bound is the live-bytes peak computed independently
+    arr = np.array(iv)
+    assert p.lower_bound == packing.lower_bound(arr) > 0
+    assert p.peak == packing.peak_of(iv, p.offsets)
+    assert p.lower_bound <= p.peak <= 1.02 * p.lower_bound, (name, p.ratio, p.tried)
+
+
+cyclic_interval = st.tuples(st.integers(0, 39), st.integers(1, 40), st.integers(1, 3000)).map(
+    lambda t: (t[0], t[0] + t[1], t[2]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(cyclic_interval, max_size=30))
+def test_cyclic_packing_is_valid_over_repeated_cycles(intervals):
+    """Buffers wrapping around the cycle keep one offset; unrolled over three cycles no
+    two buffers live at the same time share bytes."""
+    length = 40
+    p = packing.pack_cyclic(intervals, length)
+    unrolled, offsets = [], []
+    for k in range(3):
+        for (a, b, s), o in zip(intervals, p.offsets):
+            unrolled.append((k * length + a, k * length + b, s))
+            offsets.append(int(o))
+    assert packing.conflicts(unrolled, offsets) == []
+    assert p.peak >= p.lower_bound
+    # the lower bound is the live peak around the cycle (middle cycle of the unrolling)
+    mid = [(a, b, s) for a, b, s in unrolled]
+    live = max([sum(s for a, b, s in mid if a <= t < b) for t in range(length, 2 * length)] or [0])
+    assert p.lower_bound == live
+
+
+def test_cyclic_packing_rejects_bad_buffers():
+    with pytest.raises(ValueError, match="buffer 0 is invalid on a cycle of 10"):
+        packing.pack_cyclic([(10, 12, 5)], 10)

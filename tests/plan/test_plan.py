@@ -1,0 +1,195 @@
+"""Plan mode: tokens, period detection, step plans, and the memtune-plan allocator."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from memtune.allocator.arena import ArenaSpec
+from memtune.devices.simulated import SimulatedDevice
+from memtune.errors import AllocatorUsageError
+from memtune.trace import packing
+from memtune.trace.model import Action, Event
+from memtune.trace.plan import (
+    ALLOC,
+    FREE,
+    PlanAllocator,
+    PlanSpec,
+    detect_period,
+    make_plan,
+    marker_period,
+    suffix_period,
+    tokenize,
+)
+
+KiB = 1 << 10
+
+
+def step_events(base: int, sizes=(300, 70, 500, 130, 200), carry: int | None = None) -> list[Event]:
+    """One training-like step: allocations (KiB), frees in a fixed order; ``carry``
+    is an address allocated last step and freed early in this one (lives across the cut)."""
+    evs = []
+    addrs = [base + i for i in range(len(sizes))]
+    for a, s in zip(addrs, sizes):
+        evs.append(Event(Action.ALLOC, a, s * KiB))
+        if s == 70:
+            evs.append(Event(Action.FREE, a))
+    if carry is not None:
+        evs.append(Event(Action.FREE, carry))
+    for a, s in zip(addrs[::-1], sizes[::-1]):
+        if s != 70 and a != addrs[-1]:
+            evs.append(Event(Action.FREE, a))
+    return evs, addrs[-1]  # the last buffer survives into the next step
+
+
+def training(steps: int, warmup: int = 3) -> list[Event]:
+    evs = [Event(Action.ALLOC, 10**8 + i, (i + 1) * 1000) for i in range(warmup)]  # weights: never freed
+    carry = None
+    for k in range(steps):
+        e, carry = step_events(1000 * (k + 1), carry=carry)
+        evs += e
+    return evs
+
+
+def test_tokens_are_step_invariant_and_the_period_is_found_after_a_warmup():
+    evs = training(6)
+    toks, keys = tokenize(evs)
+    per = detect_period(toks)
+    assert per is not None
+    step, _ = step_events(0, carry=1)
+    assert per.length == len(step)  # one step
+    assert per.count >= 4
+    # the detected stretch really repeats
+    p, s = per.length, per.start
+    assert np.array_equal(toks[s:s + p], toks[s + p:s + 2 * p])
+    assert keys[toks[0]] == (ALLOC, 1000, 0)
+    assert suffix_period(toks, 2, 1000) == p
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 5), min_size=2, max_size=12), st.integers(2, 6), st.lists(st.integers(6, 9), max_size=5))
+def test_detect_period_finds_the_repetition(unit, reps, prefix):
+    toks = np.array(prefix + unit * reps)
+    per = detect_period(toks, min_period=1)
+    assert per is not None
+    # a period of the unit (the unit itself may be periodic) covering all repetitions
+    assert len(unit) % per.length == 0 or per.length <= len(unit)
+    s, p = per.start, per.length
+    assert np.array_equal(toks[s:s + p * (per.count - 1)], toks[s + p:s + p * per.count])
+    assert per.length * per.count >= len(unit) * reps * 0.9 - len(unit)
+
+
+def test_marker_steps():
+    evs = []
+    for k in range(4):
+        evs.append(Event(Action.MARKER, info={"name": "step"}))
+        e, _ = step_events(100 * k, sizes=(10, 20, 70))
+        evs += e
+        evs.append(Event(Action.FREE, 100 * k + 2))
+    evs.append(Event(Action.MARKER, info={"name": "step"}))
+    toks, _ = tokenize(evs)
+    per = marker_period(evs, toks)
+    assert per is not None and per.source == "markers" and per.count == 4
+
+
+def unrolled_check(plan, steps: int = 4) -> None:
+    """Unroll the plan over several steps and check with the packer's own validator
+    that buffers live at the same time never share arena bytes."""
+    p = plan.length
+    life = {}
+    for phi, key in enumerate(plan.template):
+        if key[0] == FREE and key[1] < p:
+            r = (phi - key[1]) % p
+            if r in plan.offsets:
+                life[r] = key[1]
+    intervals, offsets = [], []
+    for k in range(steps):
+        for r, off in plan.offsets.items():
+            start = k * p + ((r - plan.cut) % p)
+            intervals.append((start, start + life[r], plan.template[r][1]))
+            offsets.append(off)
+    aligned = [(a, b, (s + 511) // 512 * 512) for a, b, s in intervals]
+    assert packing.conflicts(aligned, offsets) == []
+    assert max(o + s for (_a, _b, s), o in zip(aligned, offsets)) <= plan.arena
+
+
+def test_make_plan_is_valid_across_steps_including_buffers_crossing_the_cut():
+    evs = training(5)
+    toks, keys = tokenize(evs)
+    per = detect_period(toks)
+    plan = make_plan([keys[t] for t in toks[per.start:per.start + per.length]])
+    assert plan.offsets and plan.lower_bound > 0
+    assert plan.lower_bound <= plan.arena <= 1.02 * plan.lower_bound + 512 * len(plan.offsets)
+    unrolled_check(plan)
+
+
+def drive(alloc, evs):
+    addr = {}
+    for ev in evs:
+        if ev.action is Action.ALLOC:
+            addr[ev.address] = alloc.malloc(ev.size, ev.stream)
+        elif ev.action is Action.FREE:
+            alloc.free(addr.pop(ev.address))
+    return addr
+
+
+def live_overlaps(alloc) -> bool:
+    blocks = sorted((a, s) for a, s, _r, _st in alloc.live_blocks())
+    return any(a1 + s1 > a2 for (a1, s1), (a2, _s2) in zip(blocks, blocks[1:]))
+
+
+def test_plan_allocator_serves_later_steps_from_the_plan_and_falls_back_on_deviation():
+    dev = SimulatedDevice(1 << 40)
+    a = PlanAllocator(PlanSpec(online=ArenaSpec(page=64 * KiB)), dev)
+    evs = training(12)
+    held = drive(a, evs)
+    assert a.plans_made >= 1 and a.planned_allocs > 0 and a.deviations == 0
+    assert not live_overlaps(a)
+    stats = a.memory_stats()
+    assert stats["allocation.all.current"] == len(held)
+    assert stats["reserved_bytes.all.current"] == dev.counters.bytes_in_use
+    # deviation: a size the plan never saw, then steps resume
+    x = a.malloc(777 * KiB)
+    assert a.deviations == 1
+    more = training(8)[3:]  # steps only (same addresses as the trace's weights are not reused)
+    more = [Event(e.action, e.address + 1_000_000, e.size) for e in more]
+    drive(a, more)
+    assert not live_overlaps(a)
+    assert a.plans_made >= 2  # learned again
+    a.free(x)
+    for addr in held.values():
+        a.free(addr)
+    with pytest.raises(AllocatorUsageError):
+        a.free(x)
+
+
+def test_plan_mode_reserves_close_to_the_step_bound_once_learned():
+    """In steady state memtune-plan's reserved memory is the arena plus what the online
+    policy still holds: within a few pages of the live peak."""
+    dev = SimulatedDevice(1 << 40)
+    a = PlanAllocator(PlanSpec(online=ArenaSpec(page=64 * KiB)), dev)
+    evs = training(16)
+    split = len(training(10))  # the first 10 steps (and the weights): learning
+    addr: dict[int, tuple[int, int]] = {}
+    cur = live_peak = 0
+    for n, ev in enumerate(evs):
+        if n == split:
+            assert a.planned_allocs > 0
+            a.reset_peak_stats()
+            live_peak = cur
+        if ev.action is Action.ALLOC:
+            addr[ev.address] = (a.malloc(ev.size), ev.size)
+            cur += ev.size
+            live_peak = max(live_peak, cur)
+        else:
+            x, size = addr.pop(ev.address)
+            a.free(x)
+            cur -= size
+    assert a.deviations == 0
+    assert live_peak <= a.memory_stats()["reserved_bytes.all.peak"] <= live_peak + 4 * 64 * KiB + 512 * 8
+
+
+def test_empty_step_cannot_be_planned():
+    with pytest.raises(Exception, match="empty step"):
+        make_plan([])
