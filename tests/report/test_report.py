@@ -119,3 +119,19 @@ def test_chrome_trace_counter_tracks(results):
         assert max(e["args"]["allocated"] for e in mine) == r.peak_allocated_bytes
         ts = [e["ts"] for e in mine]
         assert ts == sorted(ts)
+
+
+def test_advice_names_only_changed_settings_and_leads_with_avoided_ooms(shared_trace_path, tmp_path):
+    """On a device too small for the default, the advice is the setting that fits,
+    exported without the defaults the sweep also spelled out."""
+    from memtune.report.advice import advice_lines, advise
+    from memtune.trace.sweep import sweep
+
+    trace = shared_trace_path("pytorch-snapshot-warm-emptycache.pickle")
+    results = sweep([str(trace)], ["pytorch-cuda"], {"expandable_segments": ["True", "False"],
+                    "max_split_size_mb": ["64"]}, capacity="5GiB", jobs=1, executor="serial", progress=False)
+    (a,) = [a for a in advise(results) if a.framework == "PyTorch (CUDA)"]
+    assert a.default_ooms > 0 and a.best_ooms == 0
+    assert all("expandable_segments:False" not in e for e in a.exports)
+    text = "\n".join(advice_lines([a]))
+    assert "OOM" in text and "export PYTORCH_CUDA_ALLOC_CONF=" in text

@@ -161,6 +161,38 @@ def export_lines(preset: str, settings: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def drop_defaults(preset: str, settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``settings`` without the entries equal to the preset's default: advice names
+    only what to change (a sweep's ``expandable_segments=False`` is not advice)."""
+    from memtune import config
+    from memtune.errors import MemtuneError
+
+    kept: dict[str, Any] = {}
+    for key, value in settings.items():
+        ck = config_key_for(preset, key)
+        if ck is None:
+            kept[key] = value
+            continue
+        var_name, _, sub = ck.partition(":")
+        default: Any = _MISSING
+        for var in config.variables():
+            if var.name == var_name:
+                default = var.type.options[sub].default if sub and hasattr(var.type, "options") else var.default
+                break
+        try:
+            parsed = config.parse_value(ck, value, source="advice")
+            default_parsed = default if default is None or default is _MISSING else config.parse_value(ck, default, source="advice")
+        except (MemtuneError, KeyError, TypeError, ValueError):
+            kept[key] = value
+            continue
+        if default is _MISSING or parsed != default_parsed:
+            kept[key] = value
+    return kept
+
+
+_MISSING = object()
+
+
 def python_call(preset: str, settings: Mapping[str, Any]) -> str:
     args = "".join(f", {k}={v!r}" for k, v in settings.items() if k.isidentifier())
     return f'memtune.allocator("{preset}"{args})'
@@ -224,8 +256,8 @@ def advise(results: Sequence[ReplayResult]) -> list[Advice]:
             def_label = f"{default_preset} (not replayed)"
         # Effective settings of the winner (trace settings + overrides) are what to export;
         # they agree across streams of one trace, so take the first stream's.
-        eff = dict(best_rs[0].settings) if best_rs else {}
         preset = best[0]
+        eff = drop_defaults(preset, dict(best_rs[0].settings) if best_rs else {})
         notes = []
         if best_ooms:
             notes.append(f"every {fw} configuration tried hits OOM ({best_ooms} in the best one)")
@@ -278,6 +310,11 @@ def advice_lines(advice: Iterable[Advice]) -> list[str]:
         elif not a.has_default:
             head = (f"{a.framework}: best of the configurations tried is {config_label(a.preset, a.settings)} "
                     f"(the default was not replayed, so no saving is computed)")
+        elif a.default_ooms > a.best_ooms:
+            head = (f"{a.framework}: best is {config_label(a.preset, a.settings)}: "
+                    + (f"it fits where the default ({a.default_label}) hits {a.default_ooms} OOM(s)" if not a.best_ooms
+                       else f"{a.best_ooms} OOM(s) against the default's {a.default_ooms}")
+                    + f"; peak reserved {format_bytes(a.best_reserved_bytes)}")
         else:
             head = (f"{a.framework}: best is {config_label(a.preset, a.settings)}, saving "
                     f"{format_bytes(a.saved_bytes)} ({a.saved_bytes:,} B) peak reserved against {a.default_label}")

@@ -142,7 +142,8 @@ def _render(results, groups, images, advice: list[Advice], *, title, command, ge
                 f'<code>{_e(a.python)}</code>{note}</td>'
                 f"<td>{_e(format_bytes(a.best_reserved_bytes))}{_e(ooms)}</td><td class=\"l\">{_e(a.default_label)}</td>"
                 + (f"<td>{_e(format_bytes(a.default_reserved_bytes))}{_e(d_ooms)}</td>"
-                   f"<td><b>{_e(format_bytes(a.saved_bytes))}</b><br>{a.saved_bytes:,} B</td>" if a.has_default
+                   + (f"<td><b>avoids {a.default_ooms - a.best_ooms} OOM(s)</b></td>" if a.default_ooms > a.best_ooms
+                      else f"<td><b>{_e(format_bytes(a.saved_bytes))}</b><br>{a.saved_bytes:,} B</td>") if a.has_default
                    else "<td>&ndash;</td><td>&ndash;</td>")
                 + f"<td>{a.replays}</td></tr>"
             )

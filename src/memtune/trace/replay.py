@@ -286,7 +286,7 @@ def replay(
     Returns one result per device and policy, in that order.
     """
     trace = load(trace_or_path, lenient=lenient)
-    cap = _parse_capacity(capacity)
+    cap = parse_capacity(capacity)
     devices = [trace.device(device)] if device is not None else list(trace.devices)
     if not devices:
         raise TraceError("the trace has no device with replayable events", path=trace.source)
@@ -303,7 +303,7 @@ def replay(
     return results
 
 
-def _parse_capacity(capacity: int | str | None) -> int | None:
+def parse_capacity(capacity: int | str | None) -> int | None:
     if capacity is None:
         return None
     from memtune.units import parse_bytes

@@ -127,7 +127,7 @@ def sweep(
     policies: str | Sequence[str] = "all",
     grid: Mapping[str, Sequence[str]] | None = None,
     *,
-    capacity: int | None = None,
+    capacity: int | str | None = None,
     device: int | None = None,
     jobs: int | None = None,
     executor: str = "process",
@@ -142,7 +142,7 @@ def sweep(
     """Replay every trace x device x (preset, settings) combination; return results
     in input order (trace, device, combination). ``extra`` adds explicit
     combinations to those of ``policies`` x ``grid``. ``progress(done, total)`` is
-    called as replays finish."""
+    called as replays finish. ``capacity`` is bytes or a size such as ``"24GiB"``."""
     if executor not in EXECUTORS:
         raise MemtuneError(f"executor {executor!r} is not known; accepted: {', '.join(EXECUTORS)}")
     if executor == "dask" and not scheduler:
@@ -159,7 +159,9 @@ def sweep(
     total = sum(len(items) for _, items in work)
     jobs = max(1, jobs or os.cpu_count() or 1)
     order = {(ti, d, c): i for ti, items in work for i, (d, c) in enumerate(items)}
-    args = (capacity, timeline, lenient, timeline_points)
+    from memtune.trace.replay import parse_capacity
+
+    args = (parse_capacity(capacity), timeline, lenient, timeline_points)
 
     # Cut each trace's work into chunks: enough to keep every worker busy.
     per_trace = max(1, math.ceil(jobs * 3 / len(work)))
