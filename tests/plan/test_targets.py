@@ -131,15 +131,21 @@ def test_memtune_device_calls_at_most_twice_pytorch_cuda(trace_results, name):
     assert not bad, "; ".join(bad)
 
 
+@functools.cache
+def _steps(name: str):
+    """Plan-mode analysis (period, coverage, packed step) of every device of a trace."""
+    from memtune.trace.plan import analyze
+
+    return analyze(_load(name), replay=False, pack_seconds=1.0)
+
+
 def test_plan_packs_every_repeating_step_within_2_percent(shared_traces_dir):
     """Where a step repeats over at least half of a device's events, the packed arena
     of one step is within 1.02 x the peak of that step's planned live bytes. At least
     one shared trace repeats, so this is never vacuous."""
-    from memtune.trace.plan import analyze
-
     checked, bad = [], []
     for name in ALL_TRACES:
-        for rep in analyze(_load(name), replay=False, pack_seconds=1.0):
+        for rep in _steps(name):
             if rep.period is None or rep.coverage < 0.5 or rep.plan is None:
                 continue
             if rep.plan.lower_bound < MIN_MEANINGFUL_BOUND:
@@ -149,4 +155,33 @@ def test_plan_packs_every_repeating_step_within_2_percent(shared_traces_dir):
             if rep.plan.ratio > 1.02:
                 bad.append(f"{name} device {rep.device}: step arena {rep.plan.ratio:.4f} x its bound")
     assert checked, "no shared trace repeats a step over half of its events"
+    assert not bad, "; ".join(bad)
+
+
+#: Known miss, measured (BENCHMARKS.md): the encoder trace repeats its step only twice,
+#: but plan mode plans a step once it has seen it three times (PlanSpec.min_repeats), so
+#: the whole run is served online; its peak falls in the first step, where the online
+#: policy alone is 1.030 x the bound. Strict: if it starts passing, this test says so.
+WHOLE_RUN_KNOWN_MISSES = {"torch-profiler-cpu-encoder-train.json.gz"}
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="step repeats twice: never learned online"))
+    if n in WHOLE_RUN_KNOWN_MISSES else n for n in ALL_TRACES])
+def test_whole_run_plan_mode_within_2_percent_where_a_step_repeats(trace_results, name):
+    """Where a step repeats over at least half of a device's events, the whole
+    ``memtune-plan`` replay (learning steps served online included) peaks within
+    1.02 x the device's lower bound."""
+    per_device = {d: (lb, per) for d, lb, per in trace_results(name)}
+    bad = []
+    for rep in _steps(name):
+        if rep.period is None or rep.coverage < 0.5 or rep.plan is None:
+            continue
+        lb, per = per_device[rep.device]
+        if lb < MIN_MEANINGFUL_BOUND:
+            continue
+        ratio = per["memtune-plan"]["reserved"] / lb
+        if ratio > 1.02:
+            bad.append(f"device {rep.device}: memtune-plan peaks at {ratio:.4f} x the lower bound {lb} B "
+                       f"(step of {rep.period.length} events repeats over {rep.coverage:.0%} of them)")
     assert not bad, "; ".join(bad)

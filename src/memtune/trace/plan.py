@@ -20,9 +20,16 @@ allocator can promise. This module:
   better; buffers never freed stay with the online policy;
 * :class:`PlanAllocator` (preset ``memtune-plan``) runs the online ``memtune``
   policy, watches the stream, and once a period repeats serves the planned
-  buffers of later steps from the arena. Any deviation (an unexpected size,
-  stream or free order) ends the plan: requests go back to the online policy,
-  the arena is given back when its last buffer is freed, and learning starts over.
+  buffers of later steps from the arena. The arena is a virtual range whose
+  pages are mapped as its slots are first used: when the plan takes over, the
+  previous step's buffers alive across the cut are still held by the online
+  policy, and their slots in the arena cost nothing until those buffers are
+  gone (backing the whole arena at once held them twice). A step smaller than
+  the online policy's slack is not planned (it cannot save more than that).
+  Any deviation (an unexpected size, stream or free order) ends the plan:
+  requests go back to the online policy, the arena keeps only the pages its
+  remaining buffers touch, is given back when its last buffer is freed, and
+  learning starts over.
 * :func:`analyze` reports, for ``memtune plan TRACE``, the detected period, the
   plan's arena against the step's lower bound, and replays of ``memtune-plan``,
   ``memtune`` and ``pytorch-cuda``.
@@ -303,11 +310,18 @@ class PlanSpec:
 class _Active:
     """A plan being served: arena address, phase origin, live planned blocks."""
 
-    __slots__ = ("plan", "base", "origin", "live", "serving", "by_off")
+    __slots__ = ("plan", "base", "origin", "live", "serving", "by_off", "pages", "page", "reservation", "mapped")
 
-    def __init__(self, plan: StepPlan, base: int, origin: int):
+    def __init__(self, plan: StepPlan, base: int, origin: int, page: int = 0, reservation: int | None = None):
         self.plan = plan
         self.base = base
+        #: virtual arena (page > 0): pages are mapped on first use and stay mapped, so
+        #: slots the first cycle does not use yet (those of buffers alive across the cut,
+        #: whose previous instances the online policy still holds) cost nothing until then
+        self.page = page
+        self.reservation = reservation
+        self.pages = bytearray(-(-plan.arena // page)) if page else None
+        self.mapped = 0 if page else plan.arena  # bytes of the arena backed by memory
         self.origin = origin          # event position where rotated phase 0 starts
         self.live: dict[int, tuple[int, int, int]] = {}  # addr -> (size, requested, stream)
         self.serving = True           # False once the stream deviated (draining)
@@ -318,7 +332,8 @@ class PlanAllocator:
     """``memtune-plan``: the online ``memtune`` policy plus learned step plans.
 
     Same public interface as the engine's allocator. Planned buffers live in one
-    device allocation (the arena) per active plan.
+    arena per active plan: a virtual range backed page by page on first use (one
+    device allocation on a device without virtual memory).
     """
 
     def __init__(self, spec: PlanSpec, device: Device, *, env_verbose: int = 0):
@@ -420,6 +435,13 @@ class PlanAllocator:
         plan = make_plan(keys, self.spec.alignment, self.spec.pack_seconds)
         if plan.arena == 0:
             return
+        on = self.online
+        if plan.arena < on.spec.slack * on._peak_live:
+            # the step is a sliver of memory: packing it saves less than the online policy's
+            # slack, while moving its blocks out reshapes the online layout for nothing
+            # (look again a step later: the same step would be rejected again)
+            self._next_check = self._pos + max(self.spec.check_every, p)
+            return
         self.plans_made += 1
         # template phase 0 is the event at position pos - p; rotated phase 0 is at cut
         first = self._pos - p + plan.cut
@@ -433,6 +455,17 @@ class PlanAllocator:
         self.online._release_all("plan")
         self.online._peak_live = self.online._live_bytes
         self._sync_reserved()
+        page = self.online._page
+        res = None
+        if plan.arena >= page:  # (a smaller arena gets an exact allocation, not a mostly empty page)
+            try:
+                # a virtual range, backed page by page as slots are first used
+                res = self.device.reserve_address_space(-(-plan.arena // page) * page + page)
+            except (NotImplementedError, ValueError, AllocatorUsageError):
+                res = None
+        if res is not None:
+            self._active = _Active(plan, -(-res // page) * page, origin, page, res)
+            return
         try:
             base = self.device.malloc(plan.arena)
         except DeviceOutOfMemory:
@@ -444,6 +477,36 @@ class PlanAllocator:
         self.stats.inc(S.SEGMENT, S.LARGE, 1)
         self._active = _Active(plan, base, origin)
 
+    def _back(self, a: _Active, lo: int, size: int) -> bool:
+        """Map the arena pages [lo, lo+size) touches that are not mapped yet (False on
+        device out-of-memory: the caller deviates to the online policy)."""
+        pages = a.pages
+        if pages is None or a.mapped == len(pages) * a.page:
+            return True
+        page = a.page
+        i, j = (lo - a.base) // page, -(-(lo + size - a.base) // page)
+        k = i
+        while k < j:
+            if pages[k]:
+                k += 1
+                continue
+            m = k
+            while m < j and not pages[m]:
+                m += 1
+            try:
+                self.device.map(a.base + k * page, (m - k) * page)
+            except DeviceOutOfMemory:
+                return False
+            pages[k:m] = b"\x01" * (m - k)
+            n = (m - k) * page
+            a.mapped += n
+            self._arena_bytes += n
+            self._own_calls[0] += 1
+            self.stats.num_device_alloc += 1
+            self.stats.inc(S.RESERVED_BYTES, S.LARGE, n)
+            k = m
+        return True
+
     def _deviate(self) -> None:
         a = self._active
         if a is None:
@@ -454,16 +517,68 @@ class PlanAllocator:
         self._next_check = self._pos + self.spec.min_period
         if a.live:
             self._draining.append(a)
+            if a.pages is not None:  # keep only the pages live blocks touch
+                ends = [a.base] + [a.by_off[k] for k in a.by_off]
+                starts = list(a.by_off) + [a.base + len(a.pages) * a.page]
+                for lo, hi in zip(ends, starts):
+                    self._unback_gap(a, lo, hi)
         else:
             self._release_arena(a)
 
+    def _unback(self, a: _Active, lo: int, size: int) -> None:
+        """A draining arena serves no new block: unmap the pages of a freed block that
+        no live block still touches (they would only sit beside the online policy)."""
+        pages = a.pages
+        if pages is None:
+            return
+        by = a.by_off
+        i = by.bisect_left(lo)
+        prev_end = by[by.keys()[i - 1]] if i else a.base
+        nxt = by.keys()[i] if i < len(by) else a.base + len(pages) * a.page
+        self._unback_gap(a, prev_end, nxt)
+
+    def _unback_gap(self, a: _Active, lo: int, hi: int) -> None:
+        """Unmap the mapped whole pages of [lo, hi), a range no live block touches."""
+        pages = a.pages
+        assert pages is not None
+        page = a.page
+        k = -(-(lo - a.base) // page)
+        j = (hi - a.base) // page
+        m = k
+        while m < j:
+            if not pages[m]:
+                m += 1
+                continue
+            e = m
+            while e < j and pages[e]:
+                e += 1
+            self.device.unmap(a.base + m * page, (e - m) * page)
+            pages[m:e] = bytes(e - m)
+            n = (e - m) * page
+            a.mapped -= n
+            self._arena_bytes -= n
+            self._own_calls[1] += 1
+            self.stats.num_device_free += 1
+            self.stats.dec(S.RESERVED_BYTES, S.LARGE, n)
+            m = e
+
     def _release_arena(self, a: _Active) -> None:
-        self.device.free(a.base)
-        self._own_calls[1] += 1
-        self.stats.num_device_free += 1
-        self._arena_bytes -= a.plan.arena
-        self.stats.dec(S.RESERVED_BYTES, S.LARGE, a.plan.arena)
-        self.stats.dec(S.SEGMENT, S.LARGE, 1)
+        if a.pages is None:
+            self.device.free(a.base)
+            self._own_calls[1] += 1
+            self.stats.num_device_free += 1
+            self.stats.dec(S.SEGMENT, S.LARGE, 1)
+        else:
+            for lo, hi in _runs(a):
+                self.device.unmap(lo, hi - lo)
+                self._own_calls[1] += 1
+                self.stats.num_device_free += 1
+            release = getattr(self.device, "release_address_space", None)
+            if release is not None:
+                release(a.reservation)
+        self._arena_bytes -= a.mapped
+        self.stats.dec(S.RESERVED_BYTES, S.LARGE, a.mapped)
+        a.mapped = 0
 
     def _check_pending(self, key: tuple) -> None:
         """A learned plan waits for its first step boundary; the stream must keep
@@ -509,7 +624,7 @@ class PlanAllocator:
                     if off is not None:
                         cand = a.base + off
                         rounded = (size + self.spec.alignment - 1) // self.spec.alignment * self.spec.alignment
-                        if self._free_range(a, cand, rounded):
+                        if self._free_range(a, cand, rounded) and self._back(a, cand, rounded):
                             addr = cand
                             a.live[addr] = (rounded, size, stream)
                             a.by_off[addr] = addr + rounded
@@ -567,9 +682,12 @@ class PlanAllocator:
                 self._count_free(size, req)
                 if self._listeners:
                     self._emit(EventKind.FREED, address, size, stream, req)
-                if not owner.serving and not owner.live:
-                    self._draining.remove(owner)
-                    self._release_arena(owner)
+                if not owner.serving:
+                    if not owner.live:
+                        self._draining.remove(owner)
+                        self._release_arena(owner)
+                    else:
+                        self._unback(owner, address, size)
             else:
                 on = self.online
                 b = on._live[address]
@@ -671,18 +789,23 @@ class PlanAllocator:
 
         out: list[SegmentState] = []
         for a in ([self._active] if self._active else []) + self._draining:
-            blocks = []
-            at = a.base
-            for addr in a.by_off:
-                if addr > at:
-                    blocks.append(BlockState(at, addr - at, 0, False))
-                size, req, _s = a.live[addr]
-                blocks.append(BlockState(addr, size, req, True))
-                at = addr + size
-            end = a.base + a.plan.arena
-            if at < end:
-                blocks.append(BlockState(at, end - at, 0, False))
-            out.append(SegmentState(a.base, a.plan.arena, 0, "large", tuple(blocks)))
+            runs = [(a.base, a.base + a.plan.arena)] if a.pages is None else _runs(a)
+            addrs = list(a.by_off)
+            j = 0
+            for lo, end in runs:
+                blocks = []
+                at = lo
+                while j < len(addrs) and addrs[j] < end:
+                    addr = addrs[j]
+                    if addr > at:
+                        blocks.append(BlockState(at, addr - at, 0, False))
+                    size, req, _s = a.live[addr]
+                    blocks.append(BlockState(addr, size, req, True))
+                    at = addr + size
+                    j += 1
+                if at < end:
+                    blocks.append(BlockState(at, end - at, 0, False))
+                out.append(SegmentState(lo, end - lo, 0, "large", tuple(blocks), is_expandable=a.pages is not None))
         return out
 
     def live_blocks(self) -> list[tuple[int, int, int, int]]:
@@ -703,7 +826,7 @@ class PlanAllocator:
     def close(self) -> None:
         with self._lock:
             for a in ([self._active] if self._active else []) + self._draining:
-                self.device.free(a.base)
+                self._release_arena(a)
             self._active = None
             self._draining = []
             self.online.close()
@@ -711,6 +834,24 @@ class PlanAllocator:
     def __repr__(self) -> str:
         return (f"<memtune PlanAllocator {self.name!r}: {self.plans_made} plans, {self.planned_allocs} planned "
                 f"allocations, {self.deviations} deviations>")
+
+
+def _runs(a: _Active) -> list[tuple[int, int]]:
+    """Mapped runs [lo, hi) of a virtual arena."""
+    out: list[tuple[int, int]] = []
+    pages, page = a.pages, a.page
+    assert pages is not None
+    k, n = 0, len(pages)
+    while k < n:
+        if not pages[k]:
+            k += 1
+            continue
+        m = k
+        while m < n and pages[m]:
+            m += 1
+        out.append((a.base + k * page, a.base + m * page))
+        k = m
+    return out
 
 
 # --------------------------------------------------------------------------- analysis
