@@ -41,25 +41,21 @@ like any preset.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Iterable
 
 from sortedcontainers import SortedDict, SortedList
 
 from memtune.allocator import stats as S
-from memtune.allocator.events import AllocatorEvent, EventKind, Listener
+from memtune.allocator.base import _LARGE, _POOL_NAME, _SMALL, AllocatorBase, _notify_created
+from memtune.allocator.events import EventKind
 from memtune.allocator.limits import Limits
-from memtune.allocator.stats import Fragmentation, Stats
-from memtune.allocator.verbose import _SCOPED, log_event
 from memtune.devices.base import Device, DeviceOutOfMemory
 from memtune.errors import AllocatorUsageError, OutOfMemoryError
 from memtune.trace.model import BlockState, SegmentState
 from memtune.units import format_bytes
 
 MiB = 1 << 20
-_SMALL, _LARGE = S.SMALL, S.LARGE
-_POOL_NAME = {_SMALL: "small", _LARGE: "large"}
 #: Largest virtual range one region reserves (the simulated VA space is 256 TiB).
 _MAX_REGION = 1 << 44
 _MIN_REGION = 1 << 40
@@ -280,12 +276,19 @@ class _Live:
         self.requested = requested
         self.region = region
 
+    @property
+    def stream(self) -> int:
+        return self.region.stream
 
-class ArenaAllocator:
+
+class ArenaAllocator(AllocatorBase):
     """memtune's own allocator: virtual regions, best fit, pages mapped on demand.
 
     Same public interface as :class:`memtune.allocator.engine.Allocator`.
     """
+
+    _repr_name = "ArenaAllocator"
+    _live: dict[int, _Live]
 
     def __init__(self, spec: ArenaSpec, device: Device, *, env_verbose: int = 0, notify: bool = True):
         if type(device).reserve_address_space is Device.reserve_address_space:
@@ -293,10 +296,7 @@ class ArenaAllocator:
                 f"preset {spec.name!r} maps pages into virtual ranges, but the device {type(device).__name__} has no "
                 "virtual memory (reserve_address_space/map/unmap); use a SimulatedDevice"
             )
-        self.spec = spec
-        self.device = device
-        self.name = spec.name
-        self.stats = Stats()
+        super().__init__(spec, device, env_verbose)
         v = self.stats.v
         # active == allocated here (no block is split off a larger one): share the rows
         for q in (0, _SMALL, _LARGE):
@@ -306,26 +306,18 @@ class ArenaAllocator:
         self._rows = {p: tuple(v[stat * 3 + q] for stat in (S.ALLOCATION, S.ALLOCATED_BYTES, S.REQUESTED_BYTES)
                                for q in (0, p))
                       for p in (_SMALL, _LARGE)}
-        self._lock = threading.RLock()
         self._regions: dict[tuple[int, int], _Region] = {}
         self._region_at: SortedDict = SortedDict()  # base -> region
-        self._live: dict[int, _Live] = {}
         # tiny phase (peak live below one page): exact device allocations, cached by size
         self._tiny: dict[int, _Region] = {}          # stream -> marker region (size 0)
         self._tiny_seg: dict[int, int] = {}          # address -> size of every tiny allocation
         self._tiny_free: dict[int, list[int]] = {}   # size -> cached tiny addresses
         self._tiny_done = False
         self._tiny_floor = 0  # tiny allocations restored by a warm start (their sizes count as used)
-        self._reserved = 0
         self._live_bytes = 0
         self._peak_live = 0
         self._peak_clock = 0     # clock when live bytes last reached a new peak
         self._high_water = 0     # highest reserved so far (not reset by reset_peak_stats)
-        self._closed = False
-        self._listeners: list[tuple[Listener, frozenset[EventKind] | None]] = []
-        self._env_verbose = int(env_verbose)
-        self._vmask = self._env_verbose
-        self._frees = 0
         self._clock = 0  # counts mallocs and frees: the age of free pages
         self._maps = 0         # map calls made for requests (not undone)
         self._trims = 0        # unmaps made to stay under the slack target
@@ -342,29 +334,9 @@ class ArenaAllocator:
         want = max(_MIN_REGION, 8 * cap) if cap else _MAX_REGION
         self._region_size = min(_MAX_REGION, (want + spec.page - 1) // spec.page * spec.page)
         if notify:  # the MEMTUNE_PROFILER_AUTOSTART hook, as the engine's allocators do
-            from memtune.allocator.engine import _notify_created
-
-            _notify_created(self)  # type: ignore[arg-type]
+            _notify_created(self)
 
     # ================================================================ helpers
-    def _emit(self, kind: EventKind, address: int, size: int, stream: int = 0, requested: int = 0,
-              pool: int = _LARGE, info: dict[str, Any] | None = None) -> bool:
-        ev = AllocatorEvent(kind, address, size, stream, requested, _POOL_NAME[pool], info)
-        if self._vmask:
-            log_event(self._vmask, ev, self.name)
-        handled = False
-        for fn, kinds in tuple(self._listeners):
-            if kinds is None or kind in kinds:
-                if fn(ev):
-                    handled = True
-        return handled
-
-    def _enter(self) -> None:
-        if self._closed:
-            raise AllocatorUsageError(f"allocator {self.name!r} is closed")
-        m = _SCOPED.get()
-        self._vmask = self._env_verbose if m is None else m
-
     def _region(self, stream: int, pool: int) -> _Region:
         key = (stream if self.spec.per_stream else 0, pool)
         r = self._regions.get(key)
@@ -380,17 +352,13 @@ class ArenaAllocator:
         return r
 
     # ================================================================ malloc
-    def malloc(self, size: int, stream: int = 0) -> int:
-        """Allocate ``size`` bytes on ``stream``; return the address."""
+    def _check_malloc_args(self, size: object, stream: object) -> None:
         if type(size) is not int or size <= 0:
             if isinstance(size, bool) or not isinstance(size, int):
                 raise AllocatorUsageError(f"malloc size must be an int number of bytes; got {type(size).__name__} {size!r}")
             raise AllocatorUsageError(f"malloc size must be positive; got {size} (accepted: an int >= 1)")
         if type(stream) is not int or stream < 0:
             raise AllocatorUsageError(f"stream must be a non-negative int; got {stream!r}")
-        with self._lock:
-            self._enter()
-            return self._malloc(size, stream)
 
     def _malloc(self, orig: int, stream: int) -> int:
         self._clock += 1
@@ -671,17 +639,12 @@ class ArenaAllocator:
         return addr, True
 
     def _raise_oom(self, orig: int, size: int, region: _Region, why: str | None) -> None:
-        st = self.stats
-        st.num_ooms += 1
-        dev = self.device
-        allocated = st.current(S.ALLOCATED_BYTES)
+        dev, allocated, limit_text = self._oom_state()
         reserved = self._reserved
         if self._listeners or self._vmask:
             self._emit(EventKind.ALLOCATION_FAILED, 0, size, region.stream, orig, region.pool,
                        {"stage": "oom", "device_free": dev.free_bytes})
         limit = self._hard
-        limit_text = (f" The limit in force is {format_bytes(limit)} ({self.spec.limits.hard_limit_setting or 'hard limit'})."
-                      if limit is not None else " No memory limit is in force.")
         msg = (
             f"{self.name}: out of memory. Tried to allocate {format_bytes(size)} (request of {orig} B rounded to "
             f"{size} B, stream {region.stream}). The device has a total capacity of {format_bytes(dev.capacity)} of "
@@ -718,115 +681,38 @@ class ArenaAllocator:
             if self._listeners or self._vmask:
                 self._emit(EventKind.FREED, address, b.size, region.stream, b.requested, p)
 
-    def _bad_free_message(self, address: object) -> str:
-        if isinstance(address, bool) or not isinstance(address, int):
-            return f"free() needs an int address returned by malloc(); got {type(address).__name__} {address!r}"
-        for a, b in self._live.items():
-            if a < address < a + b.size:
-                return (f"free of {address:#x}: not the start of an allocation (it is inside the live block at "
-                        f"{a:#x} of {b.size} B); pass the address malloc() returned")
-        return (f"free of unknown address {address:#x}: {self.name!r} never returned it, or it was already freed "
-                f"({len(self._live)} blocks are live)")
-
     # ========================================================== public API
-    def empty_cache(self) -> None:
+    def _empty_cache(self) -> None:
         """Unmap every free page (what c10 does for expandable segments)."""
-        with self._lock:
-            self._enter()
-            self._release_all("empty_cache")
+        self._release_all("empty_cache")
 
-    def memory_stats(self) -> dict[str, int]:
-        with self._lock:
-            return self.stats.as_dict()
+    def _free_space(self) -> tuple[int, int, int]:
+        page = self._page
+        largest = 0
+        total_free = self._reserved - self.stats.current(S.ALLOCATED_BYTES)
+        for r in self._regions.values():
+            for a, b, _t in r.free_page_runs(page):
+                largest = max(largest, b - a)
+            for a, n in r.holes.items():
+                if not r.unmapped_runs(a // page * page, -(-(a + n) // page) * page):
+                    largest = max(largest, n)
+        return min(largest, total_free), total_free, self._reserved
 
-    def reset_peak_stats(self) -> None:
-        with self._lock:
-            self.stats.reset_peak()
-
-    def reset_accumulated_stats(self) -> None:
-        with self._lock:
-            self.stats.reset_accumulated()
-
-    def fragmentation(self) -> Fragmentation:
-        with self._lock:
-            st = self.stats
-            page = self._page
-            largest = 0
-            total_free = self._reserved - st.current(S.ALLOCATED_BYTES)
-            for r in self._regions.values():
-                for a, b, _t in r.free_page_runs(page):
-                    largest = max(largest, b - a)
-                for a, n in r.holes.items():
-                    if not r.unmapped_runs(a // page * page, -(-(a + n) // page) * page):
-                        largest = max(largest, n)
-            peak_res = st.peak(S.RESERVED_BYTES)
-            peak_req = st.peak(S.REQUESTED_BYTES)
-            allocated = st.current(S.ALLOCATED_BYTES)
-            return Fragmentation(
-                peak_reserved=peak_res,
-                peak_requested=peak_req,
-                peak_ratio=peak_res / peak_req if peak_req else 0.0,
-                reserved=self._reserved,
-                allocated=allocated,
-                requested=st.current(S.REQUESTED_BYTES),
-                internal_bytes=allocated - st.current(S.REQUESTED_BYTES),
-                external_bytes=self._reserved - allocated,
-                largest_free_block=min(largest, total_free),
-                total_free=total_free,
-                largest_free_ratio=min(largest, total_free) / total_free if total_free > 0 else 1.0,
-            )
-
-    def add_listener(self, fn: Listener, events: Iterable[EventKind | str] | None = None) -> None:
-        if not callable(fn):
-            raise AllocatorUsageError(f"add_listener needs a callable; got {fn!r}")
-        kinds: frozenset[EventKind] | None = None
-        if events is not None:
-            ks = []
-            for e in events:
-                try:
-                    ks.append(EventKind(e.value if isinstance(e, EventKind) else str(e).lower()))
-                except ValueError:
-                    raise AllocatorUsageError(
-                        f"unknown event kind {e!r}; accepted: {', '.join(k.name for k in EventKind)}") from None
-            kinds = frozenset(ks)
-        with self._lock:
-            self._listeners.append((fn, kinds))
-
-    def remove_listener(self, fn: Listener) -> None:
-        with self._lock:
-            before = len(self._listeners)
-            self._listeners = [(f, k) for f, k in self._listeners if f is not fn]
-            if len(self._listeners) == before:
-                raise AllocatorUsageError(f"remove_listener: {fn!r} is not a listener of this allocator")
-
-    def close(self) -> None:
-        """Give all device memory back (live blocks included); later calls raise."""
-        with self._lock:
-            if self._closed:
-                return
-            dev = self.device
-            release = getattr(dev, "release_address_space", None)
-            for r in self._regions.values():
-                for a, b in list(r.mapped.items()):
-                    dev.unmap(a, b - a)
-                r.mapped.clear()
-                if release is not None:
-                    release(r.reservation)
-            for addr in self._tiny_seg:
-                dev.free(addr)
-            self._tiny_seg.clear()
-            self._tiny_free.clear()
-            self._regions.clear()
-            self._region_at.clear()
-            self._live.clear()
-            self._reserved = 0
-            self._closed = True
-
-    def __enter__(self) -> "ArenaAllocator":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def _release_device(self) -> None:
+        dev = self.device
+        release = getattr(dev, "release_address_space", None)
+        for r in self._regions.values():
+            for a, b in list(r.mapped.items()):
+                dev.unmap(a, b - a)
+            r.mapped.clear()
+            if release is not None:
+                release(r.reservation)
+        for addr in self._tiny_seg:
+            dev.free(addr)
+        self._tiny_seg.clear()
+        self._tiny_free.clear()
+        self._regions.clear()
+        self._region_at.clear()
 
     # ------------------------------------------------------------ inspection
     def segments(self) -> list[SegmentState]:
@@ -861,22 +747,6 @@ class ArenaAllocator:
                 out.append(SegmentState(addr, size, stream, "small", (block,)))
             out.sort(key=lambda s: s.address)
             return out
-
-    def live_blocks(self) -> list[tuple[int, int, int, int]]:
-        with self._lock:
-            return [(a, b.size, b.requested, b.region.stream) for a, b in self._live.items()]
-
-    @property
-    def reserved_bytes(self) -> int:
-        return self._reserved
-
-    @property
-    def allocated_bytes(self) -> int:
-        return self.stats.current(S.ALLOCATED_BYTES)
-
-    def __repr__(self) -> str:
-        return (f"<memtune ArenaAllocator {self.name!r}: {len(self._live)} live, "
-                f"{format_bytes(self.allocated_bytes)} allocated, {format_bytes(self._reserved)} reserved>")
 
     # =============================================================== restore
     def restore(self, initial_segments: Iterable[SegmentState]) -> dict[int, int]:
@@ -922,12 +792,10 @@ class ArenaAllocator:
     def _adopt(self, addr: int, size: int, requested: int, region: _Region) -> None:
         self._live[addr] = _Live(size, requested, region)
         self._live_bytes += size
-        for a, amount in zip(self._rows[region.pool], (1, 1, size, size, requested, requested)):
-            c = a[0] + amount
-            a[0] = c
-            if c > a[1]:
-                a[1] = c
-            a[2] += amount
+        st, p = self.stats, region.pool  # not a hot path: the Stats helpers (active rows alias allocation's)
+        st.inc(S.ALLOCATION, p, 1)
+        st.inc(S.ALLOCATED_BYTES, p, size)
+        st.inc(S.REQUESTED_BYTES, p, requested)
 
     def _restore_region(self, key: tuple[int, int], group: list[SegmentState], mapping: dict[int, int]) -> bool:
         """Page-aligned segments of one (stream, pool): one region holding them at their addresses."""

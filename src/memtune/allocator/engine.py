@@ -18,23 +18,19 @@ list by address. Expandable segments also keep unmapped ranges keyed
 
 from __future__ import annotations
 
-import threading
-from typing import Any, Iterable
+from typing import Iterable
 
 from sortedcontainers import SortedList
 
 from memtune.allocator import stats as S
-from memtune.allocator.events import AllocatorEvent, EventKind, Listener
+from memtune.allocator.base import _LARGE, _POOL_NAME, _SMALL, AllocatorBase, _notify_created
+from memtune.allocator.events import EventKind
 from memtune.allocator.spec import PresetSpec
-from memtune.allocator.stats import Fragmentation, Stats
-from memtune.allocator.verbose import PROFILING, _SCOPED, log_event, log_profile, logger
+from memtune.allocator.verbose import _SCOPED, PROFILING, log_profile
 from memtune.devices.base import Device, DeviceOutOfMemory
 from memtune.errors import AllocatorUsageError, OutOfMemoryError
 from memtune.trace.model import BlockState, SegmentState
 from memtune.units import format_bytes
-
-_SMALL, _LARGE = S.SMALL, S.LARGE
-_POOL_NAME = {_SMALL: "small", _LARGE: "large"}
 
 
 class _Segment:
@@ -107,31 +103,24 @@ def _check_stream(stream: object) -> int:
     return stream
 
 
-class Allocator:
+class Allocator(AllocatorBase):
     """A caching allocator running ``spec`` on ``device``.
 
     Build one with :func:`memtune.allocator` rather than directly. All public
     methods take one re-entrant lock, so listeners may call :meth:`free`.
     """
 
+    _repr_name = "Allocator"
+    _live: dict[int, Block]
+
     def __init__(self, spec: PresetSpec, device: Device, *, env_verbose: int = 0):
-        self.spec = spec
-        self.device = device
-        self.name = spec.name
-        self._lock = threading.RLock()
-        self.stats = Stats()
+        super().__init__(spec, device, env_verbose)
         self._pools = {_SMALL: _Pool(_SMALL), _LARGE: _Pool(_LARGE)}
         self._small = self._pools[_SMALL]
         self._large = self._pools[_LARGE]
-        self._live: dict[int, Block] = {}
         self._segments: dict[int, _Segment] = {}
-        self._reserved = 0  # c10 total_allocated_memory (mapped bytes, all pools)
+        # self._reserved: c10 total_allocated_memory (mapped bytes, all pools)
         self._seq = 0
-        self._frees = 0
-        self._closed = False
-        self._listeners: list[tuple[Listener, frozenset[EventKind] | None]] = []
-        self._env_verbose = int(env_verbose)
-        self._vmask = self._env_verbose
         # settings resolved once: the hot path reads attributes only
         self._round = spec.rounding.round
         self._small_size = spec.small_size
@@ -179,43 +168,12 @@ class Allocator:
         pool.free.remove((b.stream, b.size, b.addr))
         del pool.fmap[b.addr]
 
-    def _emit(self, kind: EventKind, address: int, size: int, stream: int = 0, requested: int = 0,
-              pool: int = _LARGE, info: dict[str, Any] | None = None) -> bool:
-        """Deliver an event to listeners and the verbose log; True if a listener returned truthy."""
-        ev = AllocatorEvent(kind, address, size, stream, requested, _POOL_NAME[pool], info)
-        if self._vmask:
-            log_event(self._vmask, ev, self.name)
-        handled = False
-        for fn, kinds in tuple(self._listeners):
-            if kinds is None or kind in kinds:
-                try:
-                    if fn(ev):
-                        handled = True
-                except Exception:  # a broken listener must not leave a half-done malloc/free behind
-                    logger.exception("%s: listener %r failed on %s", self.name, fn, kind.value)
-        return handled
-
-    def _enter(self) -> None:
-        if self._closed:
-            raise AllocatorUsageError(f"allocator {self.name!r} is closed")
-        m = _SCOPED.get()
-        self._vmask = self._env_verbose if m is None else m
-
     # ================================================================ malloc
-    def malloc(self, size: int, stream: int = 0) -> int:
-        """Allocate ``size`` bytes on ``stream``; return the address.
-
-        Raises :class:`memtune.OutOfMemoryError` when even the failure path
-        cannot find memory (the allocator stays usable), and
-        :class:`memtune.AllocatorUsageError` for a bad size or stream.
-        """
+    def _check_malloc_args(self, size: object, stream: object) -> None:
         if type(size) is not int or size <= 0:
             _check_size(size)
         if type(stream) is not int or stream < 0:
             _check_stream(stream)
-        with self._lock:
-            self._enter()
-            return self._malloc(size, stream)
 
     def _malloc(self, orig_size: int, stream: int) -> int:
         size = self._round(orig_size)
@@ -410,18 +368,11 @@ class Allocator:
             del self._live[address]
             self._free(block)
 
-    def _bad_free_message(self, address: object) -> str:
-        if isinstance(address, bool) or not isinstance(address, int):
-            return f"free() needs an int address returned by malloc(); got {type(address).__name__} {address!r}"
+    def _cached_free_message(self, address: int) -> str | None:
         for pool in self._pools.values():
             if address in pool.fmap or address in pool.cmap:
                 return f"double free: address {address:#x} is not allocated (it is a cached free block of {self.name!r})"
-        for b in self._live.values():
-            if b.addr < address < b.addr + b.size:
-                return (f"free of {address:#x}: not the start of an allocation (it is inside the live block at "
-                        f"{b.addr:#x} of {b.size} B); pass the address malloc() returned")
-        return (f"free of unknown address {address:#x}: {self.name!r} never returned it, or it was already freed "
-                f"({len(self._live)} blocks are live)")
+        return None
 
     def _free(self, block: Block) -> None:
         st = self.stats
@@ -892,10 +843,8 @@ class Allocator:
 
     # ================================================================= OOM
     def _raise_oom(self, orig_size: int, size: int, alloc_size: int, sk: int, pool: _Pool) -> None:
+        dev, allocated, limit_text = self._oom_state()
         st = self.stats
-        st.num_ooms += 1
-        dev = self.device
-        allocated = st.current(S.ALLOCATED_BYTES)
         reserved = st.current(S.RESERVED_BYTES)
         device_free = dev.free_bytes
         if self._listeners or self._vmask:
@@ -904,9 +853,6 @@ class Allocator:
             if self._vmask & PROFILING:
                 log_profile(self._vmask, self.name, f"out of memory for {orig_size} B", st.as_dict())
         limit = self._hard
-        setting = self.spec.limits.hard_limit_setting
-        limit_text = (f" The limit in force is {format_bytes(limit)} ({setting or 'hard limit'})."
-                      if limit is not None else " No memory limit is in force.")
         hint = self.spec.oom_hint
         msg = (
             f"{self.name}: out of memory. Tried to allocate {format_bytes(alloc_size)} "
@@ -940,123 +886,45 @@ class Allocator:
         self.stats.num_device_alloc += 1
 
     # ========================================================== public API
-    def empty_cache(self) -> None:
+    def _empty_cache(self) -> None:
         """Give every unsplit cached block (and free expandable pages) back to the device."""
-        with self._lock:
-            self._enter()
-            self._release_cached_blocks("empty_cache")
-            if self._vmask & PROFILING:
-                log_profile(self._vmask, self.name, "empty_cache", self.stats.as_dict())
+        self._release_cached_blocks("empty_cache")
+        if self._vmask & PROFILING:
+            log_profile(self._vmask, self.name, "empty_cache", self.stats.as_dict())
 
-    def memory_stats(self) -> dict[str, int]:
-        """``torch.cuda.memory_stats``-style flat dict (see :mod:`memtune.allocator.stats`)."""
-        with self._lock:
-            return self.stats.as_dict()
+    def _free_space(self) -> tuple[int, int, int]:
+        largest = 0
+        total_free = 0
+        for pool in self._pools.values():
+            for b in (*pool.fmap.values(), *pool.cmap.values()):
+                total_free += b.size
+                if b.size > largest:
+                    largest = b.size
+        return largest, total_free, self.stats.current(S.RESERVED_BYTES)
 
-    def reset_peak_stats(self) -> None:
-        with self._lock:
-            self.stats.reset_peak()
-
-    def reset_accumulated_stats(self) -> None:
-        with self._lock:
-            self.stats.reset_accumulated()
-
-    def fragmentation(self) -> Fragmentation:
-        with self._lock:
-            st = self.stats
-            largest = 0
-            total_free = 0
-            for pool in self._pools.values():
-                for b in (*pool.fmap.values(), *pool.cmap.values()):
-                    total_free += b.size
-                    if b.size > largest:
-                        largest = b.size
-            peak_res = st.peak(S.RESERVED_BYTES)
-            peak_req = st.peak(S.REQUESTED_BYTES)
-            allocated = st.current(S.ALLOCATED_BYTES)
-            requested = st.current(S.REQUESTED_BYTES)
-            reserved = st.current(S.RESERVED_BYTES)
-            return Fragmentation(
-                peak_reserved=peak_res,
-                peak_requested=peak_req,
-                peak_ratio=peak_res / peak_req if peak_req else 0.0,
-                reserved=reserved,
-                allocated=allocated,
-                requested=requested,
-                internal_bytes=allocated - requested,
-                external_bytes=reserved - allocated,
-                largest_free_block=largest,
-                total_free=total_free,
-                largest_free_ratio=largest / total_free if total_free else 1.0,
-            )
-
-    def add_listener(self, fn: Listener, events: Iterable[EventKind | str] | None = None) -> None:
-        """Call ``fn(AllocatorEvent)`` on events (all kinds, or those in ``events``).
-
-        For ALLOCATION_FAILED, a listener that frees memory (or returns True)
-        makes the allocator retry before releasing its cache. A listener that
-        raises is logged (logger ``memtune.allocator``) and does not interrupt
-        the allocator's operation.
-        """
-        if not callable(fn):
-            raise AllocatorUsageError(f"add_listener needs a callable; got {fn!r}")
-        kinds: frozenset[EventKind] | None = None
-        if events is not None:
-            ks = []
-            for e in events:
-                try:
-                    ks.append(EventKind(e.value if isinstance(e, EventKind) else str(e).lower()))
-                except ValueError:
-                    raise AllocatorUsageError(
-                        f"unknown event kind {e!r}; accepted: {', '.join(k.name for k in EventKind)}"
-                    ) from None
-            kinds = frozenset(ks)
-        with self._lock:
-            self._listeners.append((fn, kinds))
-
-    def remove_listener(self, fn: Listener) -> None:
-        with self._lock:
-            before = len(self._listeners)
-            self._listeners = [(f, k) for f, k in self._listeners if f != fn]
-            if len(self._listeners) == before:
-                raise AllocatorUsageError(f"remove_listener: {fn!r} is not a listener of this allocator")
-
-    def close(self) -> None:
-        """Give all device memory back (live blocks included); later calls raise."""
-        with self._lock:
-            if self._closed:
-                return
-            m = _SCOPED.get()
-            mask = self._env_verbose if m is None else m
-            if mask & PROFILING:
-                log_profile(mask, self.name, "close", self.stats.as_dict())
-            dev = self.device
-            for seg in list(self._segments.values()):
-                if seg.expandable:
-                    for a, s in _mapped_pages(self._segment_blocks(seg), seg):
-                        dev.unmap(a, s)
-                    release = getattr(dev, "release_address_space", None)
-                    if release is not None:
-                        release(seg.addr)
-                else:
-                    dev.free(seg.addr)
-            self._segments.clear()
-            self._live.clear()
-            for pool in self._pools.values():
-                pool.free.clear()
-                pool.fmap.clear()
-                pool.unmapped.clear()
-                pool.umap.clear()
-                pool.cached.clear()
-                pool.cmap.clear()
-            self._reserved = 0
-            self._closed = True
-
-    def __enter__(self) -> "Allocator":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def _release_device(self) -> None:
+        m = _SCOPED.get()
+        mask = self._env_verbose if m is None else m
+        if mask & PROFILING:
+            log_profile(mask, self.name, "close", self.stats.as_dict())
+        dev = self.device
+        for seg in list(self._segments.values()):
+            if seg.expandable:
+                for a, s in _mapped_pages(self._segment_blocks(seg), seg):
+                    dev.unmap(a, s)
+                release = getattr(dev, "release_address_space", None)
+                if release is not None:
+                    release(seg.addr)
+            else:
+                dev.free(seg.addr)
+        self._segments.clear()
+        for pool in self._pools.values():
+            pool.free.clear()
+            pool.fmap.clear()
+            pool.unmapped.clear()
+            pool.umap.clear()
+            pool.cached.clear()
+            pool.cmap.clear()
 
     # ------------------------------------------------------------ inspection
     def _segment_blocks(self, seg: _Segment) -> list[Block]:
@@ -1097,23 +965,6 @@ class Allocator:
                         run = []
             out.sort(key=lambda s: s.address)
             return out
-
-    def live_blocks(self) -> list[tuple[int, int, int, int]]:
-        """(address, size, requested, stream) of every live block."""
-        with self._lock:
-            return [(b.addr, b.size, b.requested, b.stream) for b in self._live.values()]
-
-    @property
-    def reserved_bytes(self) -> int:
-        return self._reserved
-
-    @property
-    def allocated_bytes(self) -> int:
-        return self.stats.current(S.ALLOCATED_BYTES)
-
-    def __repr__(self) -> str:
-        return (f"<memtune Allocator {self.name!r}: {len(self._live)} live, "
-                f"{format_bytes(self.allocated_bytes)} allocated, {format_bytes(self._reserved)} reserved>")
 
     # =============================================================== restore
     def restore(self, initial_segments: Iterable[SegmentState]) -> dict[int, int]:
@@ -1302,17 +1153,6 @@ class Allocator:
                     st.inc(S.REQUESTED_BYTES, p, b.requested)
                 else:
                     self._insert_free(pool, b)
-
-
-def _notify_created(alloc: Allocator) -> None:
-    """Let the MEMTUNE_PROFILER_AUTOSTART profiler (memtune.allocator.recording) attach."""
-    try:
-        from memtune.allocator import recording
-    except ImportError:
-        return
-    hook = getattr(recording, "on_allocator_created", None)
-    if hook is not None:
-        hook(alloc)
 
 
 def _mapped_pages(blocks: list[Block], seg: _Segment) -> list[tuple[int, int]]:
