@@ -157,3 +157,20 @@ def test_console_script_runs(lifetimes):
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)[0]["policy"] == "pytorch-cuda"
+
+
+def test_set_applies_to_the_presets_that_have_the_setting(lifetimes, capsys):
+    path, _ = lifetimes
+    code, out, err = run(capsys, "replay", str(path), "--policy", "all", "--set", "expandable_segments=True", "--json")
+    assert code == 0, err
+    rows = {r["policy"]: r for r in json.loads(out)}
+    assert str(rows["pytorch-cuda"]["settings"]["expandable_segments"]) == "True"
+    assert "expandable_segments" not in rows["cupy"]["settings"]
+
+
+def test_set_errors_name_the_option(lifetimes, capsys):
+    path, _ = lifetimes
+    code, _, err = run(capsys, "replay", str(path), "--set", "max_split_size_mb=5")
+    assert code == 2 and "from --set" in err and "max_split_size_mb" in err
+    code, _, err = run(capsys, "replay", str(path), "--policy", "all", "--set", "max_splt_size_mb=50")
+    assert code == 2 and "max_split_size_mb" in err and "--set" in err

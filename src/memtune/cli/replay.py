@@ -42,6 +42,7 @@ def replay(trace, policies, sets, capacity, device, as_json, timeline, lenient, 
     results = run_replay(
         trace, flatten(policies), settings=settings or None, capacity=capacity, device=device,
         timeline=want_timeline, lenient=lenient, timeline_points=5000 if chrome_path else 1000,
+        settings_source="--set",
     )
     command = "memtune replay " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else None
     if chrome_path:

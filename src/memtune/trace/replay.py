@@ -272,11 +272,14 @@ def replay(
     timeline_points: int = DEFAULT_TIMELINE_POINTS,
     infer_empty_cache: bool = True,
     guide_addresses: bool = False,
+    settings_source: str = "replay(settings=...)",
 ) -> list[ReplayResult]:
     """Replay every device stream of a trace (or only ``device``) under ``policy``.
 
     ``policy`` is a preset name, ``"all"`` (every preset) or a list. ``settings`` are
-    explicit allocator settings that override the trace's own. ``capacity`` (bytes or
+    explicit allocator settings that override the trace's own; each applies to the
+    presets that have it (an error names ``settings_source`` when none does, or when a
+    value is invalid). ``capacity`` (bytes or
     a string like ``"80GiB"``) overrides the capacity the trace reveals; without
     either, the device is effectively unlimited. ``infer_empty_cache`` replays the
     program's empty_cache() calls that a trace shows only through segment frees
@@ -290,12 +293,14 @@ def replay(
     devices = [trace.device(device)] if device is not None else list(trace.devices)
     if not devices:
         raise TraceError("the trace has no device with replayable events", path=trace.source)
+    policies = resolve_policies(policy)
+    per_policy = settings_per_policy(policies, settings or {}, settings_source)
     results: list[ReplayResult] = []
     for dt in devices:
-        for name in resolve_policies(policy):
+        for name in policies:
             results.append(
                 replay_device(
-                    trace, dt, name, settings=settings, capacity=cap, timeline=timeline,
+                    trace, dt, name, settings=per_policy[name] or None, capacity=cap, timeline=timeline,
                     lenient=lenient, timeline_points=timeline_points, infer_empty_cache=infer_empty_cache,
                     guide_addresses=guide_addresses,
                 )
@@ -315,6 +320,23 @@ def parse_capacity(capacity: int | str | None) -> int | None:
     if value <= 0:
         raise MemtuneError(f"capacity must be positive; got {capacity!r}")
     return value
+
+
+def settings_per_policy(policies: Sequence[str], settings: Mapping[str, Any], source: str) -> dict[str, dict[str, Any]]:
+    """Give each preset the explicit settings it has, validated with ``source`` in
+    errors; a setting no selected preset has is an error with suggestions."""
+    import importlib
+
+    presets = importlib.import_module("memtune.allocator.presets")
+    out: dict[str, dict[str, Any]] = {p: {} for p in policies}
+    for key, value in settings.items():
+        takers = [p for p in policies if str(key).lower() in presets.get(p).lookup]
+        if not takers:
+            presets.parse_setting(presets.get(policies[0]), key, value, source)  # raises, naming the key
+        for p in takers:
+            presets.parse_setting(presets.get(p), key, value, source)
+            out[p][key] = value
+    return out
 
 
 def effective_settings(dt: DeviceTrace, policy: str, settings: Mapping[str, Any] | None) -> dict[str, Any]:
