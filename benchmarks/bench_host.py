@@ -243,7 +243,12 @@ def _presets() -> list[str]:
     try:
         import memtune
 
-        return list(memtune.presets())
+        from memtune.config.declarations.memtune import HOST_POLICIES
+
+        skipped = [p for p in memtune.presets() if p not in HOST_POLICIES]
+        if skipped:
+            print(f"set-up: not measured (MEMTUNE_HOST_ALLOCATOR does not offer them): {', '.join(skipped)}")
+        return [p for p in memtune.presets() if p in HOST_POLICIES]
     except Exception as e:  # the engine is another package; say so rather than hide it
         print(f"set-up: cannot list memtune presets ({type(e).__name__}: {e}); measuring 'memtune' only")
         return ["memtune"]
