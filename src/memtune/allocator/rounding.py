@@ -51,12 +51,15 @@ class Multiple:
 def normalize_divisions(value: object) -> tuple[int, ...]:
     """PyTorch ``roundup_power2_divisions`` in any accepted form -> 16 per-interval values.
 
-    Accepts one number (every interval), a sequence of 16 numbers, or a mapping
+    Accepts one number (every interval), PyTorch's text form (``"4"``,
+    ``"[256:1,>:8]"``), a sequence of 16 numbers, or a mapping
     from interval start in MB (``1, 2, 4, ... 32768``, or ``">"`` for every
     interval after the last one named) to a number of divisions, as PyTorch's
     ``[256:1,512:2,>:8]`` list form and a snapshot's ``allocator_settings`` use.
     Intervals below the first named one take its value (PyTorch's rule).
     """
+    from memtune.config.declarations.pytorch import RoundupDivisions
+
     if value is None:
         return (0,) * ROUNDUP_INTERVALS
     if isinstance(value, bool):
@@ -64,7 +67,7 @@ def normalize_divisions(value: object) -> tuple[int, ...]:
     if isinstance(value, int):
         return (int(value),) * ROUNDUP_INTERVALS
     if isinstance(value, str):
-        return normalize_divisions(parse_divisions_text(value))
+        return RoundupDivisions().parse(value)
     if isinstance(value, dict) or hasattr(value, "items"):
         items = list(value.items())  # type: ignore[attr-defined]
     else:
@@ -72,39 +75,7 @@ def normalize_divisions(value: object) -> tuple[int, ...]:
         if len(seq) == ROUNDUP_INTERVALS and all(isinstance(v, int) and not isinstance(v, bool) for v in seq):
             return tuple(int(v) for v in seq)
         items = [tuple(p) for p in seq]
-    out = [0] * ROUNDUP_INTERVALS
-    first = True
-    last_index = -1
-    for key, divs in items:
-        divs = int(divs)
-        if str(key).strip() == ">":
-            for i in range(last_index + 1, ROUNDUP_INTERVALS):
-                out[i] = divs
-            continue
-        mb = int(key)
-        if mb <= 0 or mb & (mb - 1):
-            raise ValueError(f"roundup_power2_divisions interval {key!r} is not a power of two (MB)")
-        index = min(mb.bit_length() - 1, ROUNDUP_INTERVALS - 1)
-        if first:
-            for i in range(index):
-                out[i] = divs
-            first = False
-        out[index] = divs
-        last_index = index
-    return tuple(out)
-
-
-def parse_divisions_text(text: str) -> object:
-    """``"4"`` -> 4; ``"[256:1,512:2,>:8]"`` -> [("256", 1), ("512", 2), (">", 8)]."""
-    t = text.strip().replace(" ", "")
-    if not t.startswith("["):
-        return int(t)
-    body = t.strip("[]")
-    pairs = []
-    for part in filter(None, body.split(",")):
-        k, _, v = part.partition(":")
-        pairs.append((k, int(v)))
-    return pairs
+    return RoundupDivisions().from_pairs([(str(k), int(d)) for k, d in items])
 
 
 def divisions_to_text(divisions: Sequence[int]) -> str:

@@ -50,14 +50,23 @@ class RoundupDivisions(VarType):
         body = text[1:-1]
         if not body:
             raise InvalidValue("empty list", accepted=self.accepted())
-        result = [0] * ROUNDUP_INTERVALS
-        first = True
-        last_index = 0
+        pairs: list[tuple[str, int]] = []
         for item in body.split(","):
             interval, sep, div_text = item.partition(":")
             if not sep or not re.fullmatch(r"[0-9]+", div_text):
                 raise InvalidValue(f"{item!r} is not interval:divisions", accepted=self.accepted())
-            div = int(div_text)
+            pairs.append((interval, int(div_text)))
+        return self.from_pairs(pairs)
+
+    def from_pairs(self, pairs: list[tuple[str, int]]) -> tuple[int, ...]:
+        """Validated (interval MiB or ``">"``, divisions) pairs -> the per-interval
+        tuple, with c10's fill rules. The one expansion of the list form: the
+        snapshot reader's ``allocator_settings`` mapping comes through here too."""
+        result = [0] * ROUNDUP_INTERVALS
+        first = True
+        last_index = 0
+        for interval, div in pairs:
+            interval = str(interval).strip()
             if div != 0 and not _is_pow2(div):
                 raise InvalidValue(f"divisions {div} is not a power of two (or 0)", accepted=self.accepted())
             if interval == ">":

@@ -42,24 +42,20 @@ def safe_load(path: PathLike) -> Any:
     """Load a (possibly gzipped) pickle of plain data. TraceError on anything else."""
     source = display(path)
     with open_binary(path) as f:
-        try:
-            return RestrictedUnpickler(f, source=source).load()
-        except UnsafePickleError:
-            raise
-        except EOFError:
-            raise TraceError("the pickle ends unexpectedly (truncated or empty file)", path=source) from None
-        except pickle.UnpicklingError as e:
-            raise TraceError(f"not a valid pickle: {e}", path=source) from None
-        except (*DECODE_ERRORS, KeyError, IndexError, TypeError, AttributeError) as e:
-            raise TraceError(f"not a valid pickle: {describe(e)}", path=source) from None
+        return _load(f, source)
 
 
 def safe_loads(data: bytes, *, source: str = "<bytes>") -> Any:
     """``safe_load`` for bytes already in memory (benchmarks, tests)."""
     import io
 
+    return _load(io.BytesIO(data), source)
+
+
+def _load(f: Any, source: str) -> Any:
+    """Unpickle ``f`` refusing every global; every failure becomes a TraceError naming ``source``."""
     try:
-        return RestrictedUnpickler(io.BytesIO(data), source=source).load()
+        return RestrictedUnpickler(f, source=source).load()
     except UnsafePickleError:
         raise
     except EOFError:
