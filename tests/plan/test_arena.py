@@ -157,6 +157,28 @@ def test_tiny_footprint_uses_exact_device_allocations():
     assert a.reserved_bytes == 0 and dev.counters.bytes_in_use == 0
 
 
+
+def test_tiny_phase_ends_when_exact_allocations_would_cost_more_calls_than_a_page():
+    """Exact allocations are cached per size, so a tiny workload of many sizes would
+    pay a device call per size where one page serves them all: after ``tiny_allocs``
+    exact allocations (or past ``tiny_share`` of a page), pages take over."""
+    a, dev = make(page=2 * MiB)
+    sizes = [512 * (k + 1) for k in range(10)]  # 27.5 KiB in ten sizes: under 1/32 of a page
+    held = [a.malloc(n) for n in sizes]
+    assert dev.counters.mallocs == 2  # the first two sizes, exactly
+    assert dev.counters.maps == 1     # the other eight: one page
+    assert a.reserved_bytes == 512 + 1024 + 2 * MiB
+    for h in held:
+        a.free(h)
+    again = [a.malloc(n) for n in sizes]  # the same sizes again: no new device call
+    assert (dev.counters.mallocs, dev.counters.maps) == (2, 1)
+    for h in again:
+        a.free(h)
+    # a footprint past 1/32 of a page is no longer tiny, however few the sizes
+    b, dev_b = make(page=2 * MiB)
+    b.malloc(64 * KiB)
+    assert dev_b.counters.mallocs == 0 and dev_b.counters.maps == 1
+
 def test_oom_releases_free_pages_then_fails_cleanly():
     a, dev = make(capacity=1 * MiB, page=64 * KiB, slack=10.0, trim_budget=0.0)
     held = [a.malloc(128 * KiB) for _ in range(6)]

@@ -261,10 +261,36 @@ def test_a_step_smaller_than_the_online_slack_is_not_planned():
 
 def test_a_tiny_workload_keeps_exact_allocations_under_plan_mode():
     """An arena smaller than a page gets an exact device allocation, as the online
-    policy's tiny phase does: a few hundred bytes never cost a whole page."""
+    policy's tiny phase does: a few hundred bytes never cost a whole page. (The
+    online tiny phase is widened to the whole page here, so the steps plan mode
+    learns from cost no page either: the plan's arena is what is checked.)"""
     page = 64 * KiB
     evs = [Event(e.action, e.address, e.size // 64) if e.action is Action.ALLOC else e for e in training(16)]
-    a = PlanAllocator(PlanSpec(online=ArenaSpec(page=page)), SimulatedDevice(1 << 40))
+    online = ArenaSpec(page=page, tiny_share=1.0, tiny_allocs=1 << 20)
+    a = PlanAllocator(PlanSpec(online=online), SimulatedDevice(1 << 40))
     peak = _peak_reserved(a, evs)
     assert a.planned_allocs > 0
     assert peak < page
+
+
+def test_plan_mode_online_steps_use_plan_growth_unless_growth_is_given(monkeypatch):
+    """memtune-plan's online steps map chunks of MEMTUNE_PLAN_GROWTH (smaller than
+    MEMTUNE_GROWTH: a chunk mapped at the run's peak is pure overshoot); an explicit
+    ``growth`` setting still reaches them, and a bad value names the variable."""
+    import memtune
+    from memtune.errors import ConfigError
+
+    def online_growth(**settings) -> float:
+        with memtune.allocator("memtune-plan", device=SimulatedDevice(1 << 30), **settings) as a:
+            return a.online.spec.growth
+
+    assert online_growth() == 1 / 64
+    with memtune.allocator("memtune", device=SimulatedDevice(1 << 30)) as a:
+        assert a.spec.growth == 1 / 16
+    assert online_growth(growth=0.25) == 0.25
+    assert online_growth(growth=0.25, plan_growth=0.125) == 0.125
+    monkeypatch.setenv("MEMTUNE_PLAN_GROWTH", "0.5")
+    assert online_growth() == 0.5
+    monkeypatch.setenv("MEMTUNE_PLAN_GROWTH", "2")
+    with pytest.raises(ConfigError, match="MEMTUNE_PLAN_GROWTH"):
+        online_growth()

@@ -29,8 +29,11 @@ and back exactly the pages live blocks touch.
   x the maps made for requests (net of unmaps) + ``trim_base``: a repeating
   workload cannot churn pages, and device calls stay within a small factor of
   an allocator that never gives memory back. Past the budget the region grows;
-* while the whole workload fits in less than one page (**tiny footprint**),
-  requests get exact device allocations (cached by size) instead of pages;
+* while the whole workload is a sliver of one page (**tiny footprint**: under
+  ``tiny_share`` of a page, in at most ``tiny_allocs`` distinct device
+  allocations -- a scalar or two), requests get exact device allocations
+  (cached by size) instead of a page that would be almost all waste. Past
+  that, one page costs fewer device calls than an exact allocation per size;
 * on device out-of-memory, every free page is unmapped and the request retried
   before :class:`memtune.OutOfMemoryError` is raised.
 
@@ -83,6 +86,10 @@ class ArenaSpec:
     #: grew a region (+ ``trim_base``), bounding the device calls churn can cost
     trim_budget: float = 1.0
     trim_base: int = 4
+    #: tiny phase: exact device allocations while the live peak stays under this share
+    #: of a page and at most ``tiny_allocs`` of them are needed (0 = pages from the start)
+    tiny_share: float = 1 / 32
+    tiny_allocs: int = 2
     #: free memory is reused only by its own stream
     per_stream: bool = True
     #: reserved memory may never exceed this (None = the device's capacity)
@@ -106,6 +113,8 @@ class ArenaSpec:
         need(0.0 <= self.slack, f"slack must be >= 0; got {self.slack}")
         need(0.0 <= self.growth <= 1.0, f"growth must be in [0, 1]; got {self.growth}")
         need(self.growth_max >= 0, f"growth_max must be >= 0; got {self.growth_max}")
+        need(0.0 <= self.tiny_share <= 1.0, f"tiny_share must be in [0, 1]; got {self.tiny_share}")
+        need(self.tiny_allocs >= 0, f"tiny_allocs must be >= 0; got {self.tiny_allocs}")
 
 
 class _Region:
@@ -363,9 +372,9 @@ class ArenaAllocator(AllocatorBase):
     def _malloc(self, orig: int, stream: int) -> int:
         self._clock += 1
         rounded = (orig + self._amask) & ~self._amask
-        if not self._tiny_done and max(self._peak_live, self._tiny_floor) + rounded < self._page:
-            # tiny footprint: the whole workload so far fits in less than one page,
-            # so a page would be mostly waste; use exact device allocations, cached
+        if not self._tiny_done and self._tiny_fits(rounded):
+            # tiny footprint: the whole workload so far is a sliver of one page, so
+            # a page would be almost all waste; use exact device allocations, cached
             region = self._tiny_region(stream)
             addr, mapped_new = self._tiny_malloc(region, rounded, orig)
             pool = _SMALL
@@ -601,6 +610,15 @@ class ArenaAllocator(AllocatorBase):
             self._tiny_free.clear()
 
     # ------------------------------------------------------------ tiny blocks
+    def _tiny_fits(self, rounded: int) -> bool:
+        """Whether a request stays in the tiny phase: the footprint stays under
+        ``tiny_share`` of a page, served by a cached exact allocation or a new one
+        within ``tiny_allocs``. Each size costs a device call, where one page
+        would serve them all."""
+        if max(self._peak_live, self._tiny_floor) + rounded >= self._page * self.spec.tiny_share:
+            return False
+        return bool(self._tiny_free.get(rounded)) or len(self._tiny_seg) < self.spec.tiny_allocs
+
     def _tiny_region(self, stream: int) -> _Region:
         key = stream if self.spec.per_stream else 0
         r = self._tiny.get(key)

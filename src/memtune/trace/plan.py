@@ -831,6 +831,12 @@ class PlanAllocator:
             self._draining = []
             self.online.close()
 
+    def __enter__(self) -> PlanAllocator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def __repr__(self) -> str:
         return (f"<memtune PlanAllocator {self.name!r}: {self.plans_made} plans, {self.planned_allocs} planned "
                 f"allocations, {self.deviations} deviations>")

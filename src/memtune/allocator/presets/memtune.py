@@ -38,6 +38,8 @@ SETTINGS = (
             aliases=("MEMTUNE_HIGH_WATERMARK", "limit")),
 )
 PLAN_SETTINGS = SETTINGS + (
+    Setting("plan_growth", "MEMTUNE_PLAN_GROWTH", "MEMTUNE_GROWTH for the steps plan mode serves online (learning, deviations).",
+            aliases=("MEMTUNE_PLAN_GROWTH",)),
     Setting("min_period", "MEMTUNE_PLAN_MIN_PERIOD", "Shortest repeating step (events) worth planning.",
             aliases=("MEMTUNE_PLAN_MIN_PERIOD",)),
     Setting("max_period", "MEMTUNE_PLAN_MAX_PERIOD", "Longest repeating step (events) looked for.",
@@ -94,8 +96,10 @@ def build_plan(settings: dict[str, Any], capacity: int, explicit: frozenset[str]
     if lo > hi:
         raise ConfigError(f"min_period ({lo}) exceeds max_period ({hi}) (MEMTUNE_PLAN_MIN_PERIOD / "
                           "MEMTUNE_PLAN_MAX_PERIOD)", variable="MEMTUNE_PLAN_MIN_PERIOD")
-    online = build(settings, capacity, explicit, name="memtune-plan")
-    resolved = dict(online.settings, min_period=lo, max_period=hi)
+    # the online steps map smaller growth chunks (plan_growth) unless growth itself was given
+    growth = settings["growth"] if "growth" in explicit and "plan_growth" not in explicit else settings["plan_growth"]
+    online = build(dict(settings, growth=growth), capacity, explicit, name="memtune-plan")
+    resolved = dict(online.settings, plan_growth=growth, min_period=lo, max_period=hi)
     return PlanSpec(name="memtune-plan", online=online, min_period=lo, max_period=hi, settings=resolved)
 
 

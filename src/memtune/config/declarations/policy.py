@@ -107,6 +107,20 @@ declare(
 
 declare(
     Variable(
+        name="MEMTUNE_PLAN_GROWTH",
+        type=Float(min=0.0, max=1.0),
+        default=1 / 64,
+        doc="Plan mode (memtune-plan): MEMTUNE_GROWTH for the steps served online (while a step is learned, "
+        "and after a deviation). A growth chunk mapped at the run's peak overshoots it by up to this share, "
+        "and plan mode aims at 2 %; the extra device calls fall in the learning steps, which a long run "
+        "pays once.",
+        group=GROUP,
+        reference=REFERENCE,
+    )
+)
+
+declare(
+    Variable(
         name="MEMTUNE_PLAN_MIN_PERIOD",
         type=Int(min=2),
         default=4,
