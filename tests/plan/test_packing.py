@@ -106,3 +106,25 @@ def test_cyclic_packing_is_valid_over_repeated_cycles(intervals):
 def test_cyclic_packing_rejects_bad_buffers():
     with pytest.raises(ValueError, match="buffer 0 is invalid on a cycle of 10"):
         packing.pack_cyclic([(10, 12, 5)], 10)
+
+
+def test_improvement_rounds_make_the_result_independent_of_time():
+    """With ``rounds`` the packing depends on the input and seed only: a generous
+    time budget and a tight one (that still allows the rounds) agree."""
+    rng = np.random.default_rng(7)
+    iv = [(int(s), int(s) + int(d), int(z)) for s, d, z in
+          zip(rng.integers(0, 400, 300), rng.integers(1, 80, 300), rng.integers(1, 1 << 16, 300))]
+    a = packing.pack(iv, rounds=20, time_budget=60.0)
+    b = packing.pack(iv, rounds=20, time_budget=30.0)
+    assert a.rounds == b.rounds <= 20
+    assert a.peak == b.peak and (a.offsets == b.offsets).all()
+    assert packing.pack(iv, rounds=0, time_budget=60.0).rounds == 0
+
+
+def test_no_time_is_spent_beating_the_bound_of_the_aligned_sizes():
+    """Eight-byte buffers rounded to 512 bytes can never pack into their requested
+    bytes' bound; the packer stops at the aligned sizes' own live peak."""
+    iv = [(0, 10, 8), (5, 20, 8), (15, 30, 8)]
+    p = packing.pack(iv, alignment=512, time_budget=5.0)
+    assert p.peak == 1024 and p.lower_bound == 16
+    assert p.rounds == 0

@@ -51,6 +51,7 @@ class Packing:
     method: str                  # heuristic that found this packing
     seconds: float = 0.0
     tried: dict[str, int] = field(default_factory=dict)  # method -> peak it reached
+    rounds: int = 0              # improvement rounds run
 
     @property
     def ratio(self) -> float:
@@ -236,13 +237,17 @@ def pack(
     time_budget: float = 2.0,
     methods: Sequence[str] | None = None,
     seed: int = 0,
+    rounds: int | None = None,
 ) -> Packing:
     """Pack buffers ``(start, end, size)`` (live on ``[start, end)``) into one arena.
 
     Sizes are rounded up to ``alignment`` (so every offset is a multiple of it).
     Every heuristic in ``methods`` runs once (best-fit ones are skipped on huge
-    inputs once the budget is spent); the improvement pass then uses whatever is
-    left of ``time_budget`` seconds. Deterministic for a given ``seed``.
+    inputs once the budget is spent); the improvement pass then runs ``rounds``
+    rounds (None = as many as fit), within what is left of ``time_budget``
+    seconds. The result depends only on the input and ``seed`` as long as the
+    time budget is not what stopped it: give ``rounds`` for results that do not
+    vary with the machine's load.
     """
     t0 = time.perf_counter()
     if alignment < 1:
@@ -266,6 +271,9 @@ def pack(
     hi = inv[idx.size :].astype(np.int32)
     size = size_all[idx]
     orders = _orders(lo, hi, size)
+    # no packing of the aligned sizes beats their live peak: stop there (with 8-byte
+    # buffers and 512-byte alignment, the requested-bytes bound is never reachable)
+    floor = max(lb, _live_peak(lo, hi, size))
 
     best_off: np.ndarray | None = None
     best_peak = None
@@ -279,7 +287,7 @@ def pack(
         tried[m] = peak
         if best_peak is None or peak < best_peak:
             best_off, best_peak, best_method = off, peak, m
-            if peak == lb:
+            if peak <= floor:
                 break
     assert best_off is not None and best_peak is not None
 
@@ -288,10 +296,10 @@ def pack(
     kind = best_method.rpartition("-")[0]
     order = orders[best_method.rpartition("-")[2]].copy()
     step = 0
-    while best_peak > lb and time.perf_counter() - t0 < time_budget:
+    while best_peak > floor and (rounds is None or step < rounds) and time.perf_counter() - t0 < time_budget:
         step += 1
         if step % 2 == 1:
-            top = np.flatnonzero(best_off + size >= best_peak - (best_peak - lb) // 2)
+            top = np.flatnonzero(best_off + size >= best_peak - (best_peak - floor) // 2)
             # Everything live while the peak buffers are live is what competes with them.
             t_lo, t_hi = lo[top].min(), hi[top].max()
             hot = np.flatnonzero((lo < t_hi) & (hi > t_lo))
@@ -322,7 +330,7 @@ def pack(
             best_method = f"{kind}-improved"
     tried.setdefault(best_method, best_peak)
     offsets[idx] = best_off
-    return Packing(offsets, best_peak, lb, best_method, time.perf_counter() - t0, tried)
+    return Packing(offsets, best_peak, lb, best_method, time.perf_counter() - t0, tried, step)
 
 
 def read_lifetimes_csv(path: str | Path) -> list[Interval]:

@@ -220,7 +220,7 @@ class StepPlan:
 
 
 def make_plan(template: Sequence[tuple], alignment: int = 512, time_budget: float = 0.5,
-              max_steps: int = 4) -> StepPlan:
+              max_steps: int = 4, rounds: int | None = None) -> StepPlan:
     """Pack a repeating step (token keys by phase) into an arena.
 
     A buffer allocated at phase ``r`` and freed ``d`` events later is planned when
@@ -271,7 +271,7 @@ def make_plan(template: Sequence[tuple], alignment: int = 512, time_budget: floa
     if intervals:
         # two packings, the better one wins: the linear packer with buffers alive across
         # the cut held for the whole cycle, and a cyclic best fit that packs them exactly
-        pk = packing.pack(intervals, alignment=alignment, time_budget=time_budget)
+        pk = packing.pack(intervals, alignment=alignment, time_budget=time_budget, rounds=rounds)
         if any(e > length for _s, e, _z in cyclic):
             pc = packing.pack_cyclic(cyclic, length, alignment=alignment)
             if pc.peak < pk.peak:
@@ -299,7 +299,12 @@ class PlanSpec:
     check_every: int = 64             # events between period checks while learning
     min_repeats: int = 3              # a step must repeat this many times before it is planned
     alignment: int = 512
-    pack_seconds: float = 0.05        # time budget of one step's packing (online: keep it short)
+    #: improvement rounds after the packing heuristics: a count, not a time, so a replay's
+    #: result does not depend on the machine's load (0: heuristics only -- on the shared
+    #: traces no round ever lowered an online plan, and a round of a 2,700-buffer step
+    #: costs ~75 ms); the time budget only caps huge steps
+    pack_rounds: int = 0
+    pack_seconds: float = 0.5
     settings: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -432,7 +437,7 @@ class PlanAllocator:
         keys = [self._tk.keys[t] for t in self._hist[len(self._hist) - p:]]
         if not any(k[0] == ALLOC for k in keys):
             return
-        plan = make_plan(keys, self.spec.alignment, self.spec.pack_seconds)
+        plan = make_plan(keys, self.spec.alignment, self.spec.pack_seconds, rounds=self.spec.pack_rounds)
         if plan.arena == 0:
             return
         on = self.online
