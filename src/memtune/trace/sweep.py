@@ -43,7 +43,10 @@ class Combo:
 
 def _rejects(policy: str, key: str, value: Any) -> Exception | None:
     """Build ``policy`` with ``key=value`` on a small device; return the error, if any."""
+    from memtune.allocator import presets
+
     try:
+        presets.resolve(policy, {key: value}, 1 << 30, source="--grid")  # errors name --grid, not the API
         alloc, _ = _replay.make_allocator(policy, 1 << 30, {key: value})
         close = getattr(alloc, "close", None)
         if close:
