@@ -33,6 +33,7 @@ def plan(trace, device, as_json, no_replay, pack_seconds):
         return
     from rich.table import Table
 
+    from memtune.trace.model import device_name
     from memtune.units import format_bytes
 
     table = Table(title=f"Plan mode: {trace}")
@@ -50,7 +51,7 @@ def plan(trace, device, as_json, no_replay, pack_seconds):
         cover = "-" if per is None else f"{100 * r.coverage:.0f}% of events"
         step = "-" if r.plan is None or not r.plan.lower_bound else (
             f"{format_bytes(r.plan.arena)} / {format_bytes(r.plan.lower_bound)} = {r.plan.ratio:.3f}")
-        cells = [str(r.device), str(r.events), period, cover, step]
+        cells = ["CPU" if r.device == -1 else str(r.device), str(r.events), period, cover, step]
         for p in pols:
             x = r.replays[p]
             ratio = x["ratio"]
@@ -61,5 +62,5 @@ def plan(trace, device, as_json, no_replay, pack_seconds):
     out = console()
     out.print(table)
     for r in reports:
-        out.print(f"device {r.device}: lower bound (peak live requested) {format_bytes(r.lower_bound)}",
+        out.print(f"{device_name(r.device)}: lower bound (peak live requested) {format_bytes(r.lower_bound)}",
                   highlight=False)
