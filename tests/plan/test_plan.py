@@ -260,17 +260,29 @@ def test_a_step_smaller_than_the_online_slack_is_not_planned():
 
 
 def test_a_tiny_workload_keeps_exact_allocations_under_plan_mode():
-    """An arena smaller than a page gets an exact device allocation, as the online
-    policy's tiny phase does: a few hundred bytes never cost a whole page. (The
-    online tiny phase is widened to the whole page here, so the steps plan mode
-    learns from cost no page either: the plan's arena is what is checked.)"""
+    """A workload in the online policy's tiny phase is not planned: its exact
+    allocations, cached by size, already serve every step without a device call.
+    Past the tiny phase, a step's arena smaller than a page gets an exact device
+    allocation: a few hundred bytes never cost a whole page."""
     page = 64 * KiB
-    evs = [Event(e.action, e.address, e.size // 64) if e.action is Action.ALLOC else e for e in training(16)]
-    online = ArenaSpec(page=page, tiny_share=1.0, tiny_allocs=1 << 20)
-    a = PlanAllocator(PlanSpec(online=online), SimulatedDevice(1 << 40))
-    peak = _peak_reserved(a, evs)
-    assert a.planned_allocs > 0
-    assert peak < page
+    scalars = []  # a step of two 8-byte scalars, 50 times: one size, 1 KiB at most
+    for k in range(50):
+        x, y = 2 * k + 1, 2 * k + 2
+        scalars += [Event(Action.ALLOC, x, 8), Event(Action.ALLOC, y, 8), Event(Action.FREE, x, 0),
+                    Event(Action.FREE, y, 0)]
+    a = PlanAllocator(PlanSpec(online=ArenaSpec(page=page)), SimulatedDevice(1 << 40))
+    dev = a.device
+    assert _peak_reserved(a, scalars) == 1024
+    assert a.plans_made == 0 and (dev.counters.mallocs, dev.counters.maps, dev.counters.frees) == (2, 0, 0)
+    # a step of a few hundred bytes in many sizes, beside weights that take the online
+    # policy past its tiny phase: planned, in an exact allocation
+    tiny = [Event(e.action, e.address, e.size // 64) if e.action is Action.ALLOC else e for e in training(16)]
+    weights = [Event(Action.ALLOC, 10**8 + i, 100 * KiB) for i in range(3)]
+    b = PlanAllocator(PlanSpec(online=ArenaSpec(page=page)), SimulatedDevice(1 << 40))
+    peak = _peak_reserved(b, weights + tiny[3:])
+    assert b.planned_allocs > 0
+    assert b.device.counters.mallocs == b.plans_made >= 1  # each arena an exact allocation
+    assert peak < 300 * KiB + 2 * page  # the weights' pages, one more page for the learning steps, no arena page
 
 
 def test_plan_mode_online_steps_use_plan_growth_unless_growth_is_given(monkeypatch):
