@@ -174,3 +174,42 @@ def test_set_errors_name_the_option(lifetimes, capsys):
     assert code == 2 and "from --set" in err and "max_split_size_mb" in err
     code, _, err = run(capsys, "replay", str(path), "--policy", "all", "--set", "max_splt_size_mb=50")
     assert code == 2 and "max_split_size_mb" in err and "--set" in err
+
+
+def test_replay_reports_the_lower_bound_and_a_lifetime_tables_best_static_packing(lifetimes, capsys):
+    """Every result carries its ratio to the lower bound; a lifetime table also gets the
+    best static packing found offline (a valid packing: at least the bound)."""
+    from memtune.trace import packing
+
+    path, peak = lifetimes
+    code, out, err = run(capsys, "replay", str(path), "--policy", "memtune,pytorch-cuda", "--json",
+                         "--pack-seconds", "0.2")
+    assert code == 0, err
+    rows = json.loads(out)
+    for r in rows:
+        assert r["lower_bound_bytes"] == peak
+        assert r["ratio_to_bound"] == pytest.approx(r["peak_reserved_bytes"] / peak)
+        pk = r["static_packing"]
+        assert pk["peak_bytes"] >= peak and pk["ratio"] == pytest.approx(pk["peak_bytes"] / peak)
+        assert pk["method"] in packing.METHODS or pk["method"].endswith("-improved")
+    code, out, err = run(capsys, "replay", str(path), "--policy", "memtune", "--pack-seconds", "0.2")
+    text = " ".join(out.split())
+    assert "÷ bound" in text and "lower bound" in text and "best static packing" in text
+    ratio = f"{rows[0]['ratio_to_bound']:.3f}"
+    assert ratio in text
+    # --pack-seconds 0 skips the packing, not the bound
+    code, out, err = run(capsys, "replay", str(path), "--policy", "memtune", "--json", "--pack-seconds", "0")
+    row = json.loads(out)[0]
+    assert row["static_packing"] is None and row["lower_bound_bytes"] == peak
+
+
+def test_sweep_report_carries_the_bounds(lifetimes, capsys, tmp_path):
+    path, peak = lifetimes
+    code, out, err = run(capsys, "sweep", str(path), "--policy", "memtune,cupy", "--executor", "serial",
+                         "--pack-seconds", "0.2", "--report", str(tmp_path / "rep"))
+    assert code == 0, err
+    data = json.loads((tmp_path / "rep" / "results.json").read_text())
+    (b,) = data["bounds"]
+    assert b["lower_bound_bytes"] == peak and b["static_packing"]["peak_bytes"] >= peak
+    html = (tmp_path / "rep" / "report.html").read_text()
+    assert "best static packing" in html and "reserved / bound" in html

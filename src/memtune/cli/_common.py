@@ -7,6 +7,7 @@ so a bad ``--set`` value gets exactly the error the environment variable would.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from typing import Any, Iterable, Sequence
@@ -119,3 +120,39 @@ def flatten(values: Iterable[str]) -> list[str]:
     for v in values:
         out.extend(p.strip() for p in v.split(",") if p.strip())
     return out
+
+
+def pack_seconds_option():
+    return click.option(
+        "--pack-seconds", type=click.FloatRange(0.0, 600.0), default=2.0, show_default=True,
+        help="Time budget of the best static packing reported for lifetime tables (0 = skip it).")
+
+
+def compute_bounds(results, pack_seconds: float, lenient: bool = False):
+    """Each stream's lower bound (and a lifetime table's best static packing), with a
+    transient status line on a terminal while the packer runs."""
+    from memtune.report.bounds import bounds
+    from memtune.trace.replay import trace_label
+
+    err = console(stderr=True)
+    with err.status("packing", spinner="dots") if err.is_terminal else contextlib.nullcontext() as status:
+        def progress(trace: str) -> None:
+            if status is not None:
+                status.update(f"best static packing of {trace_label(trace)} (up to {pack_seconds:g} s)")
+
+        return bounds(results, pack_seconds, lenient=lenient, progress=progress)
+
+
+def result_rows(results, bounds) -> list[dict[str, Any]]:
+    """JSON rows of results, each with its stream's lower bound, its ratio to it and,
+    for lifetime tables, the best static packing."""
+    by_stream = {(b.trace, b.device): b for b in bounds}
+    rows = []
+    for r in results:
+        row = r.to_json()
+        b = by_stream.get((r.trace, r.device))
+        row["lower_bound_bytes"] = r.peak_requested_bytes
+        row["ratio_to_bound"] = r.peak_reserved_bytes / r.peak_requested_bytes if r.peak_requested_bytes else None
+        row["static_packing"] = None if b is None else b.to_json()["static_packing"]
+        rows.append(row)
+    return rows

@@ -7,7 +7,8 @@ import sys
 
 import click
 
-from memtune.cli._common import BYTES, console, echo_json, flatten, parse_set
+from memtune.cli._common import (BYTES, compute_bounds, console, echo_json, flatten, pack_seconds_option, parse_set,
+                                 result_rows)
 
 
 @click.command()
@@ -27,11 +28,13 @@ from memtune.cli._common import BYTES, console, echo_json, flatten, parse_set
               help="Write a Chrome/Perfetto trace with allocated/reserved counter tracks per policy.")
 @click.option("--report", "report_dir", type=click.Path(file_okay=False), default=None,
               help="Write report.html, PNG timelines and results.json into this directory.")
-def replay(trace, policies, sets, capacity, device, as_json, timeline, lenient, chrome_path, report_dir):
+@pack_seconds_option()
+def replay(trace, policies, sets, capacity, device, as_json, timeline, lenient, chrome_path, report_dir, pack_seconds):
     """Replay TRACE (any supported format) under one or all allocator presets.
 
-    Prints peak requested / allocated / reserved bytes, device calls and OOMs for
-    every device in the trace. Example:
+    Prints peak requested / allocated / reserved bytes, peak reserved over the
+    lower bound (peak requested), device calls and OOMs for every device in the
+    trace; for a lifetime table, also the best static packing found. Example:
 
         memtune replay snapshot.pickle --policy all --capacity 24GiB
     """
@@ -49,18 +52,26 @@ def replay(trace, policies, sets, capacity, device, as_json, timeline, lenient, 
         from memtune.report.chrome import write_chrome_trace
 
         write_chrome_trace(results, chrome_path)
+    bounds = compute_bounds(results, pack_seconds, lenient)
     report_path = None
     if report_dir:
         from memtune.report.html import write_report
 
-        report_path = write_report(results, report_dir, title=f"memtune replay: {trace}", command=command)
+        report_path = write_report(results, report_dir, title=f"memtune replay: {trace}", command=command,
+                                   bounds=bounds)
     if as_json:
-        echo_json([r.to_json(timeline=timeline) for r in results])
+        rows = result_rows(results, bounds)
+        if timeline:
+            for row, r in zip(rows, results):
+                row["timeline"] = r.to_json(timeline=True).get("timeline")
+        echo_json(rows)
         return
     from memtune.report.tables import oom_lines, summary_table
 
     out = console()
     out.print(summary_table(results, title=f"Replay of {trace}", show_trace=False if device is not None else None))
+    for b in bounds:
+        out.print(b.line(), highlight=False, markup=False)
     for line in oom_lines(results):
         out.print(f"[red]OOM[/red] {line}", highlight=False)
     for r in results:

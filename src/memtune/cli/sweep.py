@@ -7,7 +7,8 @@ import sys
 
 import click
 
-from memtune.cli._common import BYTES, console, echo_json, flatten, parse_grid
+from memtune.cli._common import (BYTES, compute_bounds, console, echo_json, flatten, pack_seconds_option, parse_grid,
+                                 result_rows)
 
 
 @click.command()
@@ -29,7 +30,9 @@ from memtune.cli._common import BYTES, console, echo_json, flatten, parse_grid
 @click.option("--report", "report_dir", type=click.Path(file_okay=False), default=None,
               help="Write report.html, PNG timelines and results.json into this directory.")
 @click.option("--json", "as_json", is_flag=True, help="Print the ranked results as JSON.")
-def sweep(traces, policies, grids, capacity, device, jobs, executor, scheduler, lenient, report_dir, as_json):
+@pack_seconds_option()
+def sweep(traces, policies, grids, capacity, device, jobs, executor, scheduler, lenient, report_dir, as_json,
+          pack_seconds):
     """Replay every TRACE under every preset x setting combination and rank them.
 
     Example: memtune sweep a.pickle b.json.gz --policy pytorch-cuda
@@ -54,21 +57,22 @@ def sweep(traces, policies, grids, capacity, device, jobs, executor, scheduler, 
             executor=executor, scheduler=scheduler, timeline=bool(report_dir), lenient=lenient, progress=progress,
         )
     results = ranked(results)
+    bounds = compute_bounds(results, pack_seconds, lenient)
     report_path = None
     if report_dir:
         from memtune.report.html import write_report
 
         command = "memtune sweep " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else None
-        report_path = write_report(results, report_dir, title="memtune sweep", command=command)
+        report_path = write_report(results, report_dir, title="memtune sweep", command=command, bounds=bounds)
     fits = fitting(results)
     if as_json:
         rows = []
         rank, prev = 0, None
-        for r in results:
+        for r, row in zip(results, result_rows(results, bounds)):
             key = (r.trace, r.device)
             rank = rank + 1 if key == prev else 1
             prev = key
-            rows.append({**r.to_json(), "rank": rank, "fits": not r.ooms})
+            rows.append({**row, "rank": rank, "fits": not r.ooms})
         echo_json(rows)
         return
     from memtune.report.advice import advice_lines, advise
@@ -77,6 +81,8 @@ def sweep(traces, policies, grids, capacity, device, jobs, executor, scheduler, 
     out = console()
     out.print(summary_table(results, title=f"Sweep: {len(results)} replays, ranked (no OOM first, then peak reserved)",
                             ranked=True, show_trace=True))
+    for b in bounds:
+        out.print(b.line(), highlight=False, markup=False)
     if capacity is not None:
         from memtune.units import format_bytes
 

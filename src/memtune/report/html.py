@@ -15,7 +15,8 @@ from typing import Any, Sequence
 
 from memtune.trace.model import device_name
 from memtune.report.advice import Advice, advise
-from memtune.report.tables import oom_text, rank_key
+from memtune.report.bounds import Bound
+from memtune.report.tables import oom_text, rank_key, ratio_text
 from memtune.trace.replay import ReplayResult, trace_label
 from memtune.units import format_bytes
 
@@ -61,10 +62,13 @@ def write_report(
     *,
     title: str = "memtune report",
     command: str | None = None,
+    bounds: Sequence[Bound] = (),
 ) -> Path:
     """Write ``report.html``, the PNGs and ``results.json`` into ``out_dir``; return
     the path of ``report.html``. Results need timelines for the plots (replay with
-    ``timeline=True``); results without one are tabulated but not plotted."""
+    ``timeline=True``); results without one are tabulated but not plotted.
+    ``bounds`` (:func:`memtune.report.bounds.bounds`) add each stream's best static
+    packing."""
     from memtune.report.plots import plot_comparison, plot_panels
 
     out = Path(out_dir)
@@ -102,15 +106,18 @@ def write_report(
         "generated": generated,
         "results": [r.to_json(timeline=True) for r in results],
         "advice": [a.to_json() for a in advice],
+        "bounds": [b.to_json() for b in bounds],
     }, indent=1))
 
-    page = _render(results, groups, images, advice, title=title, command=command, generated=generated)
+    by_stream = {(b.trace, b.device): b for b in bounds}
+    page = _render(results, groups, images, advice, by_stream, title=title, command=command, generated=generated)
     path = out / "report.html"
     path.write_text(page, encoding="utf-8")
     return path
 
 
-def _render(results, groups, images, advice: list[Advice], *, title, command, generated) -> str:
+def _render(results, groups, images, advice: list[Advice], bounds: dict[tuple[str, int], Bound], *, title, command,
+            generated) -> str:
     from memtune import __version__
 
     parts: list[str] = [
@@ -123,7 +130,9 @@ def _render(results, groups, images, advice: list[Advice], *, title, command, ge
         + (f" &middot; <code>{_e(command)}</code>" if command else "")
         + f" &middot; {len(groups)} trace/device stream(s), {len(results)} replay(s)</p>",
         '<p class="note">Peak requested is the peak of live bytes the program asked for: no allocator that never '
-        "moves data can reserve less. Waste = peak reserved / peak requested &minus; 1. Device allocs/frees count "
+        "moves data can reserve less: it is the lower bound, and reserved / bound is each policy's peak reserved over "
+        "it. For lifetime tables, the best static packing is what an offline planner that knows every lifetime "
+        "reaches. Device allocs/frees count "
         "the allocator's calls to the device (cudaMalloc/cudaFree or page maps).</p>",
     ]
     # Advice first: it is what the reader came for.
@@ -162,7 +171,11 @@ def _render(results, groups, images, advice: list[Advice], *, title, command, ge
         if r0.framework:
             meta.append(f"recorded by {_e(r0.framework)}")
         meta.append(f"{r0.events:,} replayed events")
-        meta.append(f"peak requested {_e(format_bytes(r0.peak_requested_bytes))}")
+        meta.append(f"lower bound (peak requested) {_e(format_bytes(r0.peak_requested_bytes))}")
+        b = bounds.get((trace, device))
+        if b is not None and b.packing is not None:
+            meta.append(f"best static packing {_e(format_bytes(b.packing.peak))} = {b.packing.ratio:.4f} x the bound "
+                        f"({_e(b.packing.method)})")
         if r0.initial_reserved_bytes:
             meta.append(f"warm start: {_e(format_bytes(r0.initial_reserved_bytes))} reserved at trace start")
         if r0.capacity:
@@ -170,14 +183,14 @@ def _render(results, groups, images, advice: list[Advice], *, title, command, ge
         parts.append(f'<p class="meta">{" &middot; ".join(meta)}</p>')
         parts.append(
             '<table class="results"><tr><th>#</th><th class="l">policy</th><th>peak requested</th><th>peak allocated</th>'
-            "<th>peak reserved</th><th>waste</th><th>device allocs/frees</th><th class=\"l\">OOMs</th><th>events/s</th></tr>"
+            "<th>peak reserved</th><th>reserved / bound</th><th>device allocs/frees</th><th class=\"l\">OOMs</th><th>events/s</th></tr>"
         )
         for i, r in enumerate(rs_sorted, 1):
             cls = "oom" if r.ooms else ("best" if i == 1 else "")
             parts.append(
                 f'<tr class="{cls}"><td>{i}</td><td class="l">{_e(r.label)}</td>'
                 f"<td>{_e(format_bytes(r.peak_requested_bytes))}</td><td>{_e(format_bytes(r.peak_allocated_bytes))}</td>"
-                f"<td>{_e(format_bytes(r.peak_reserved_bytes))}</td><td>{r.fragmentation * 100:.1f}%</td>"
+                f"<td>{_e(format_bytes(r.peak_reserved_bytes))}</td><td>{ratio_text(r)}</td>"
                 f"<td>{r.device_allocs:,}/{r.device_frees:,}</td><td class=\"l\">{_e(oom_text(r))}</td>"
                 f"<td>{r.events_per_second:,.0f}</td></tr>"
             )

@@ -22,6 +22,13 @@ def oom_text(r: ReplayResult) -> str:
     return f"{len(r.ooms)} (first: event {o['event_index']}, {format_bytes(o['size'])}{when})"
 
 
+def ratio_text(r: ReplayResult) -> str:
+    """Peak reserved over the lower bound (peak live requested bytes), e.g. "1.010"."""
+    if not r.peak_requested_bytes:
+        return "-"
+    return f"{r.peak_reserved_bytes / r.peak_requested_bytes:.3f}"
+
+
 def rank_key(r: ReplayResult) -> tuple:
     """Rank: configurations that never OOM first, then by peak reserved, then device calls."""
     return (len(r.ooms) > 0, len(r.ooms), r.peak_reserved_bytes, r.device_allocs + r.device_frees)
@@ -49,7 +56,7 @@ def summary_table(results: Sequence[ReplayResult], *, title: str | None = None, 
     table.add_column("peak requested", justify="right")
     table.add_column("peak allocated", justify="right")
     table.add_column("peak reserved", justify="right")
-    table.add_column("waste", justify="right")
+    table.add_column("÷ bound", justify="right")
     table.add_column("device allocs/frees", justify="right")
     table.add_column("OOMs", overflow="fold")
     table.add_column("events/s", justify="right")
@@ -70,7 +77,7 @@ def summary_table(results: Sequence[ReplayResult], *, title: str | None = None, 
             format_bytes(r.peak_requested_bytes),
             format_bytes(r.peak_allocated_bytes),
             format_bytes(r.peak_reserved_bytes),
-            f"{r.fragmentation * 100:.1f}%",
+            ratio_text(r),
             f"{r.device_allocs:,}/{r.device_frees:,}",
             oom_text(r),
             f"{r.events_per_second:,.0f}",
