@@ -306,3 +306,48 @@ def test_plan_mode_online_steps_use_plan_growth_unless_growth_is_given(monkeypat
     monkeypatch.setenv("MEMTUNE_PLAN_GROWTH", "2")
     with pytest.raises(ConfigError, match="MEMTUNE_PLAN_GROWTH"):
         online_growth()
+
+
+def _layers_then_varying_backward(steps: int, layers: int) -> list[Event]:
+    """A model's forward: ``layers`` identical layers (an activation kept, a workspace
+    freed in the next layer); a backward whose sizes change every step, so the only
+    repeating pattern is a layer, never the whole step."""
+    evs, addr = [], 1
+    for s in range(steps):
+        acts, prev = [], None
+        for _ in range(layers):
+            a, w = addr, addr + 1
+            addr += 2
+            evs += [Event(Action.ALLOC, a, 96 * KiB), Event(Action.ALLOC, w, 64 * KiB)]
+            if prev is not None:
+                evs.append(Event(Action.FREE, prev, 0))
+            prev = w
+            acts.append(a)
+        evs.append(Event(Action.FREE, prev, 0))
+        for k, a in enumerate(reversed(acts)):
+            g = addr
+            addr += 1
+            evs += [Event(Action.ALLOC, g, (40 + s) * KiB + 512 * k), Event(Action.FREE, a, 0), Event(Action.FREE, g, 0)]
+    return evs
+
+
+def test_a_pattern_left_before_one_cycle_is_not_planned_again():
+    """Plan mode learns a layer pattern inside a step; the stream leaves it before the
+    plan has served one whole cycle. That pattern is not the step: it is not planned
+    again in later steps (which would cost a take-over and a deviation every step)."""
+    evs = _layers_then_varying_backward(steps=8, layers=6)
+    a = PlanAllocator(PlanSpec(online=ArenaSpec(page=16 * KiB), min_period=2, check_every=1), SimulatedDevice(1 << 40))
+    drive(a, evs)
+    assert a.plans_made == 1 and a.deviations == 1
+
+    class Forgetful(set):  # the same allocator without the memory of failed patterns
+        def add(self, item):
+            pass
+
+    b = PlanAllocator(PlanSpec(online=ArenaSpec(page=16 * KiB), min_period=2, check_every=1), SimulatedDevice(1 << 40))
+    b._failed = Forgetful()
+    drive(b, evs)
+    assert b.plans_made == b.deviations == 8  # one failed take-over per step
+    calls = lambda x: x.memory_stats()["num_device_alloc"] + x.memory_stats()["num_device_free"]  # noqa: E731
+    assert calls(a) < calls(b)
+    assert a.memory_stats()["reserved_bytes.all.peak"] <= b.memory_stats()["reserved_bytes.all.peak"]

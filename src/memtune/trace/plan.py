@@ -38,6 +38,7 @@ allocator can promise. This module:
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
@@ -367,6 +368,12 @@ class PlanAllocator:
         self._active: _Active | None = None
         self._draining: list[_Active] = []
         self._pending: tuple[StepPlan, int] | None = None  # plan waiting for its first cut
+        self._pending_sig = 0
+        self._active_sig = 0
+        #: signatures of steps whose plan deviated before serving one whole cycle: a
+        #: pattern inside the real step (a model's repeated layers), not the step itself;
+        #: taking over for it frees the online policy's cache for nothing, so never again
+        self._failed: set[int] = set()
         self._arena_bytes = 0
         self._online_seen = (0, 0, 0, 0, 0, 0)  # online stats already folded in (see _sync_reserved)
         self._own_calls = [0, 0]
@@ -442,6 +449,11 @@ class PlanAllocator:
         keys = [self._tk.keys[t] for t in self._hist[len(self._hist) - p:]]
         if not any(k[0] == ALLOC for k in keys):
             return
+        # the same step found at another phase is the same step: a rotation-free signature
+        sig = hash((p, frozenset(Counter(keys).items())))
+        if sig in self._failed:
+            self._next_check = self._pos + max(self.spec.check_every, p)
+            return
         plan = make_plan(keys, self.spec.alignment, self.spec.pack_seconds, rounds=self.spec.pack_rounds)
         if plan.arena == 0:
             return
@@ -458,6 +470,7 @@ class PlanAllocator:
         while first < self._pos:
             first += p
         self._pending = (plan, first)
+        self._pending_sig = sig
 
     def _activate(self, plan: StepPlan, origin: int) -> None:
         # cached online memory served these buffers until now: give it back first,
@@ -522,6 +535,8 @@ class PlanAllocator:
         if a is None:
             return
         self.deviations += 1
+        if self._pos - a.origin < a.plan.length:
+            self._failed.add(self._active_sig)
         a.serving = False
         self._active = None
         self._next_check = self._pos + self.spec.min_period
@@ -604,6 +619,7 @@ class PlanAllocator:
             return
         if self._pos == origin:
             self._pending = None
+            self._active_sig = self._pending_sig
             self._activate(plan, origin)
 
     def _expected(self, a: _Active) -> tuple[int, tuple]:
