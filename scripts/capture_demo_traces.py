@@ -1,10 +1,15 @@
-"""Capture the demo traces bundled in ``src/memtune/data/traces``.
+"""Capture the demo traces bundled in ``src/memtune/data/traces``, and the
+held-out traces of ``benchmarks/heldout``.
 
-Three small, real PyTorch CPU training workloads (fixed seeds, a few steps
-each) run under ``memtune.record()``; each recording is saved as
-``<name>.jsonl.gz``. ``memtune demo`` replays them under every preset.
+Small, real PyTorch CPU training workloads (fixed seeds, a few steps each) run
+under ``memtune.record()``; each recording is saved as ``<name>.jsonl.gz``.
+``memtune demo`` replays the demo set under every preset. The held-out set
+(larger models of other kinds) is never used to tune memtune's policy:
+``python benchmarks/run.py policy`` reports the issue-6 targets on both sets
+beside the shared traces, as a check on traces memtune was not tuned on.
 
     python scripts/capture_demo_traces.py            # rewrite the bundled traces
+    python scripts/capture_demo_traces.py --heldout  # rewrite benchmarks/heldout
     python scripts/capture_demo_traces.py --out DIR  # write elsewhere
 
 Allocation sizes depend only on the model and batch shapes, so a rerun gives
@@ -29,6 +34,7 @@ from memtune.trace.model import Action
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "src" / "memtune" / "data" / "traces"
+HELDOUT_OUT = ROOT / "benchmarks" / "heldout"
 
 
 def _train(model: nn.Module, make_batch: Callable[[], tuple[torch.Tensor, torch.Tensor]], steps: int,
@@ -79,27 +85,100 @@ def transformer_train() -> float:
     return _train(model, batch, 3, nn.functional.mse_loss, opt)
 
 
+def gru_lm_train() -> float:
+    """GRU language model (embedding 5000x256, 2-layer GRU 512, batch 32 x 64 tokens) + Adam, 4 steps."""
+    torch.manual_seed(0)
+
+    class LM(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(5000, 256)
+            self.rnn = nn.GRU(256, 512, num_layers=2, batch_first=True)
+            self.head = nn.Linear(512, 5000)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.head(self.rnn(self.emb(x))[0]).reshape(-1, 5000)
+
+    model = LM()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    gen = torch.Generator().manual_seed(4)
+
+    def batch() -> tuple[torch.Tensor, torch.Tensor]:
+        x = torch.randint(0, 5000, (32, 64), generator=gen)
+        return x, x.reshape(-1)
+
+    return _train(model, batch, 4, nn.functional.cross_entropy, opt)
+
+
+def vgg_train() -> float:
+    """VGG-style CNN (3 double-conv blocks 64-128-256 with BatchNorm, 96x96 RGB, batch 32), SGD, 3 steps."""
+    torch.manual_seed(0)
+
+    def block(cin: int, cout: int) -> nn.Sequential:
+        return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU(),
+                             nn.Conv2d(cout, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU(), nn.MaxPool2d(2))
+
+    model = nn.Sequential(block(3, 64), block(64, 128), block(128, 256), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                          nn.Linear(256, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    gen = torch.Generator().manual_seed(5)
+    batch = lambda: (torch.randn(32, 3, 96, 96, generator=gen), torch.randint(0, 10, (32,), generator=gen))  # noqa: E731
+    return _train(model, batch, 3, nn.functional.cross_entropy, opt)
+
+
+def vit_train() -> float:
+    """ViT-S-sized encoder (6 layers, d_model 384, 6 heads, 197 tokens of 768 features, batch 16) + AdamW, 3 steps."""
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(384, 6, 1536, batch_first=True)
+    encoder = nn.TransformerEncoder(layer, 6, enable_nested_tensor=False)
+
+    class ViT(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed, self.encoder, self.head = nn.Linear(768, 384), encoder, nn.Linear(384, 100)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.head(self.encoder(self.embed(x)).mean(1))
+
+    model = ViT()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    gen = torch.Generator().manual_seed(6)
+    batch = lambda: (torch.randn(16, 197, 768, generator=gen), torch.randint(0, 100, (16,), generator=gen))  # noqa: E731
+    return _train(model, batch, 3, nn.functional.cross_entropy, opt)
+
+
 WORKLOADS: dict[str, Callable[[], float]] = {
     "mlp-train": mlp_train,
     "cnn-train": cnn_train,
     "transformer-train": transformer_train,
 }
+#: never used to tune memtune: a check on traces it has not seen (benchmarks/heldout)
+HELDOUT: dict[str, Callable[[], float]] = {
+    "gru-lm-train": gru_lm_train,
+    "vgg-train": vgg_train,
+    "vit-train": vit_train,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"directory (default {DEFAULT_OUT})")
-    parser.add_argument("names", nargs="*", help=f"workloads to capture (default all): {', '.join(WORKLOADS)}")
+    parser.add_argument("--out", type=Path, default=None,
+                        help=f"directory (default {DEFAULT_OUT}, with --heldout {HELDOUT_OUT})")
+    parser.add_argument("--heldout", action="store_true", help=f"capture the held-out set: {', '.join(HELDOUT)}")
+    parser.add_argument("names", nargs="*", help=f"workloads to capture (default all of the set): "
+                                                 f"{', '.join(WORKLOADS)}; with --heldout {', '.join(HELDOUT)}")
     parser.add_argument("--dry-run", action="store_true", help="record and summarize, write nothing")
     args = parser.parse_args(argv)
-    unknown = [n for n in args.names if n not in WORKLOADS]
+    chosen = HELDOUT if args.heldout else WORKLOADS
+    out = args.out or (HELDOUT_OUT if args.heldout else DEFAULT_OUT)
+    unknown = [n for n in args.names if n not in chosen]
     if unknown:
-        parser.error(f"unknown workload(s) {', '.join(unknown)}; choose from {', '.join(WORKLOADS)}")
+        parser.error(f"unknown workload(s) {', '.join(unknown)}; choose from {', '.join(chosen)}")
     torch.set_num_threads(1)  # one thread: the same op sequence on any machine
-    args.out.mkdir(parents=True, exist_ok=True)
-    for name in args.names or list(WORKLOADS):
-        fn = WORKLOADS[name]
-        path = args.out / f"{name}.jsonl.gz"
+    out.mkdir(parents=True, exist_ok=True)
+    for name in args.names or list(chosen):
+        fn = chosen[name]
+        path = out / f"{name}.jsonl.gz"
         with memtune.record(None if args.dry_run else path, metadata={"workload": name, "description": fn.__doc__}) as rec:
             loss = fn()
         dev = rec.trace.devices[0]
