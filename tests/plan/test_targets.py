@@ -1,5 +1,6 @@
 """Acceptance criteria of issue 6 on every shared trace (each device of each
-snapshot, the profiler traces, the lifetime tables).
+snapshot, the profiler traces, the lifetime tables) and on the held-out traces
+memtune was never tuned on (HELDOUT).
 
 Every preset runs at its *default* settings (the traced program's own settings are
 dropped), from the trace's starting state. ``memtune`` must reserve at most what
