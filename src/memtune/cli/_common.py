@@ -122,13 +122,20 @@ def flatten(values: Iterable[str]) -> list[str]:
     return out
 
 
-def pack_seconds_option():
+def pack_seconds_option(text: str = "Time budget of the best static packing reported for lifetime tables "
+                                     "(0 = skip it)."):
+    return click.option("--pack-seconds", type=click.FloatRange(0.0, 600.0), default=2.0, show_default=True,
+                        help=text)
+
+
+def pack_rounds_option():
     return click.option(
-        "--pack-seconds", type=click.FloatRange(0.0, 600.0), default=2.0, show_default=True,
-        help="Time budget of the best static packing reported for lifetime tables (0 = skip it).")
+        "--pack-rounds", type=click.IntRange(min=0), default=None, metavar="N",
+        help="Improvement rounds of the packer after its heuristics (default: as many as --pack-seconds "
+             "allows). A number gives output that does not depend on the machine's speed.")
 
 
-def compute_bounds(results, pack_seconds: float, lenient: bool = False):
+def compute_bounds(results, pack_seconds: float, lenient: bool = False, rounds: int | None = None):
     """Each stream's lower bound (and a lifetime table's best static packing), with a
     transient status line on a terminal while the packer runs."""
     from memtune.report.bounds import bounds
@@ -140,7 +147,7 @@ def compute_bounds(results, pack_seconds: float, lenient: bool = False):
             if status is not None:
                 status.update(f"best static packing of {trace_label(trace)} (up to {pack_seconds:g} s)")
 
-        return bounds(results, pack_seconds, lenient=lenient, progress=progress)
+        return bounds(results, pack_seconds, rounds=rounds, lenient=lenient, progress=progress)
 
 
 def result_rows(results, bounds) -> list[dict[str, Any]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from memtune.cli._common import console, echo_json
+from memtune.cli._common import console, echo_json, pack_rounds_option, pack_seconds_option
 
 
 @click.command()
@@ -12,9 +12,9 @@ from memtune.cli._common import console, echo_json
 @click.option("--device", type=int, default=None, help="Analyse only this device of the trace.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per device.")
 @click.option("--no-replay", is_flag=True, help="Only detect and pack the step; skip the replays.")
-@click.option("--pack-seconds", type=click.FloatRange(0.0, 600.0), default=2.0, show_default=True,
-              help="Time budget of the static packer's improvement pass.")
-def plan(trace, device, as_json, no_replay, pack_seconds):
+@pack_seconds_option("Time budget of the static packer (one step; a lifetime table's whole table).")
+@pack_rounds_option()
+def plan(trace, device, as_json, no_replay, pack_seconds, pack_rounds):
     """Learn TRACE's repeating step (step markers, or the detected period) and pack it offline.
 
     Reports, per device: the period, how much of the trace repeats, the packed
@@ -27,7 +27,7 @@ def plan(trace, device, as_json, no_replay, pack_seconds):
     """
     from memtune.trace.plan import analyze
 
-    reports = analyze(trace, device=device, replay=not no_replay, pack_seconds=pack_seconds)
+    reports = analyze(trace, device=device, replay=not no_replay, pack_seconds=pack_seconds, pack_rounds=pack_rounds)
     if as_json:
         echo_json([r.to_json() for r in reports])
         return

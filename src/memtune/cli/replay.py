@@ -7,8 +7,8 @@ import sys
 
 import click
 
-from memtune.cli._common import (BYTES, compute_bounds, console, echo_json, flatten, pack_seconds_option, parse_set,
-                                 result_rows)
+from memtune.cli._common import (BYTES, compute_bounds, console, echo_json, flatten, pack_rounds_option,
+                                 pack_seconds_option, parse_set, result_rows)
 
 
 @click.command()
@@ -29,7 +29,9 @@ from memtune.cli._common import (BYTES, compute_bounds, console, echo_json, flat
 @click.option("--report", "report_dir", type=click.Path(file_okay=False), default=None,
               help="Write report.html, PNG timelines and results.json into this directory.")
 @pack_seconds_option()
-def replay(trace, policies, sets, capacity, device, as_json, timeline, lenient, chrome_path, report_dir, pack_seconds):
+@pack_rounds_option()
+def replay(trace, policies, sets, capacity, device, as_json, timeline, lenient, chrome_path, report_dir, pack_seconds,
+           pack_rounds):
     """Replay TRACE (any supported format) under one or all allocator presets.
 
     Prints peak requested / allocated / reserved bytes, peak reserved over the
@@ -52,7 +54,7 @@ def replay(trace, policies, sets, capacity, device, as_json, timeline, lenient, 
         from memtune.report.chrome import write_chrome_trace
 
         write_chrome_trace(results, chrome_path)
-    bounds = compute_bounds(results, pack_seconds, lenient)
+    bounds = compute_bounds(results, pack_seconds, lenient, pack_rounds)
     report_path = None
     if report_dir:
         from memtune.report.html import write_report

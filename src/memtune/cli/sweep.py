@@ -7,8 +7,8 @@ import sys
 
 import click
 
-from memtune.cli._common import (BYTES, compute_bounds, console, echo_json, flatten, pack_seconds_option, parse_grid,
-                                 result_rows)
+from memtune.cli._common import (BYTES, compute_bounds, console, echo_json, flatten, pack_rounds_option,
+                                 pack_seconds_option, parse_grid, result_rows)
 
 
 @click.command()
@@ -31,8 +31,9 @@ from memtune.cli._common import (BYTES, compute_bounds, console, echo_json, flat
               help="Write report.html, PNG timelines and results.json into this directory.")
 @click.option("--json", "as_json", is_flag=True, help="Print the ranked results as JSON.")
 @pack_seconds_option()
+@pack_rounds_option()
 def sweep(traces, policies, grids, capacity, device, jobs, executor, scheduler, lenient, report_dir, as_json,
-          pack_seconds):
+          pack_seconds, pack_rounds):
     """Replay every TRACE under every preset x setting combination and rank them.
 
     Example: memtune sweep a.pickle b.json.gz --policy pytorch-cuda
@@ -57,7 +58,7 @@ def sweep(traces, policies, grids, capacity, device, jobs, executor, scheduler, 
             executor=executor, scheduler=scheduler, timeline=bool(report_dir), lenient=lenient, progress=progress,
         )
     results = ranked(results)
-    bounds = compute_bounds(results, pack_seconds, lenient)
+    bounds = compute_bounds(results, pack_seconds, lenient, pack_rounds)
     report_path = None
     if report_dir:
         from memtune.report.html import write_report

@@ -56,12 +56,13 @@ class Bound:
         return text
 
 
-def bounds(results: Sequence[ReplayResult], pack_seconds: float = 2.0, *, lenient: bool = False,
-           progress: Callable[[str], None] | None = None) -> list[Bound]:
+def bounds(results: Sequence[ReplayResult], pack_seconds: float = 2.0, *, rounds: int | None = None,
+           lenient: bool = False, progress: Callable[[str], None] | None = None) -> list[Bound]:
     """One :class:`Bound` per trace/device stream of ``results`` (in their order).
 
     Lifetime tables read from a file also get the best static packing
-    :func:`memtune.trace.packing.pack` finds in ``pack_seconds`` (0 = none).
+    :func:`memtune.trace.packing.pack` finds in ``pack_seconds`` (0 = none) and, if
+    given, ``rounds`` improvement rounds (output independent of the machine's speed).
     ``progress(trace)`` is called before each packing.
     """
     from memtune.trace.plan import lifetimes
@@ -79,6 +80,6 @@ def bounds(results: Sequence[ReplayResult], pack_seconds: float = 2.0, *, lenien
             if progress is not None:
                 progress(r.trace)
             dt = load(r.trace, lenient=lenient).device(r.device)
-            pk = _packing.pack(lifetimes(dt.events), time_budget=pack_seconds)
+            pk = _packing.pack(lifetimes(dt.events), time_budget=pack_seconds, rounds=rounds)
         out.append(Bound(r.trace, r.device, r.peak_requested_bytes, pk))
     return out

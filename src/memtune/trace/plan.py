@@ -943,7 +943,7 @@ def lifetimes(events: Iterable[Event]) -> list[tuple[int, int, int]]:
 
 
 def analyze(trace, device: int | None = None, policies: Sequence[str] = ("memtune-plan", "memtune", "pytorch-cuda"),
-            replay: bool = True, pack_seconds: float = 2.0) -> list[PlanReport]:
+            replay: bool = True, pack_seconds: float = 2.0, pack_rounds: int | None = None) -> list[PlanReport]:
     """Detect the period of each device stream, plan one step and replay ``policies``
     (``pytorch-cuda`` with the trace's own settings, as the traced program ran)."""
     from memtune.trace.replay import load
@@ -960,10 +960,10 @@ def analyze(trace, device: int | None = None, policies: Sequence[str] = ("memtun
         if per is not None:
             cov = per.length * per.count / max(1, len(toks))
             step = [keys[t] for t in toks[per.start: per.start + per.length]]
-            plan = make_plan(step, time_budget=pack_seconds)
+            plan = make_plan(step, time_budget=pack_seconds, rounds=pack_rounds)
         rep = PlanReport(tr.source, dt.device, len(toks), per, cov, plan, dt.peak_requested_bytes())
         if tr.format == "lifetimes":
-            rep.packing = packing.pack(lifetimes(dt.events), time_budget=pack_seconds)
+            rep.packing = packing.pack(lifetimes(dt.events), time_budget=pack_seconds, rounds=pack_rounds)
         if replay:
             for pol in policies:
                 r = run_replay(tr, pol, device=dt.device)[0]
