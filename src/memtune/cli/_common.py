@@ -142,7 +142,7 @@ def compute_bounds(results, pack_seconds: float, lenient: bool = False, rounds: 
     from memtune.trace.replay import trace_label
 
     err = console(stderr=True)
-    with err.status("packing", spinner="dots") if err.is_terminal else contextlib.nullcontext() as status:
+    with err.status("lower bounds", spinner="dots") if err.is_terminal else contextlib.nullcontext() as status:
         def progress(trace: str) -> None:
             if status is not None:
                 status.update(f"best static packing of {trace_label(trace)} (up to {pack_seconds:g} s)")

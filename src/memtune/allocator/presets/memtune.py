@@ -38,7 +38,8 @@ SETTINGS = (
             aliases=("MEMTUNE_HIGH_WATERMARK", "limit")),
 )
 PLAN_SETTINGS = SETTINGS + (
-    Setting("plan_growth", "MEMTUNE_PLAN_GROWTH", "MEMTUNE_GROWTH for the steps plan mode serves online (learning, deviations).",
+    Setting("plan_growth", "MEMTUNE_PLAN_GROWTH",
+            "MEMTUNE_GROWTH for the steps plan mode serves online (learning, deviations).",
             aliases=("MEMTUNE_PLAN_GROWTH",)),
     Setting("min_period", "MEMTUNE_PLAN_MIN_PERIOD", "Shortest repeating step (events) worth planning.",
             aliases=("MEMTUNE_PLAN_MIN_PERIOD",)),
