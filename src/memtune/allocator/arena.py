@@ -361,14 +361,6 @@ class ArenaAllocator(AllocatorBase):
         return r
 
     # ================================================================ malloc
-    def _check_malloc_args(self, size: object, stream: object) -> None:
-        if type(size) is not int or size <= 0:
-            if isinstance(size, bool) or not isinstance(size, int):
-                raise AllocatorUsageError(f"malloc size must be an int number of bytes; got {type(size).__name__} {size!r}")
-            raise AllocatorUsageError(f"malloc size must be positive; got {size} (accepted: an int >= 1)")
-        if type(stream) is not int or stream < 0:
-            raise AllocatorUsageError(f"stream must be a non-negative int; got {stream!r}")
-
     def _malloc(self, orig: int, stream: int) -> int:
         self._clock += 1
         rounded = (orig + self._amask) & ~self._amask

@@ -11,8 +11,9 @@ A subclass calls :meth:`AllocatorBase.__init__`, keeps its live blocks in
 ``self._live`` (address -> an object with ``size``, ``requested`` and
 ``stream``), its mapped bytes in ``self._reserved``, and implements
 :meth:`_free_space` (for :meth:`fragmentation`) and :meth:`_release_device`
-(for :meth:`close`), ``_malloc`` and ``_check_malloc_args`` (for :meth:`malloc`)
-and ``_empty_cache`` (for :meth:`empty_cache`).
+(for :meth:`close`), ``_malloc`` (for :meth:`malloc`) and ``_empty_cache`` (for
+:meth:`empty_cache`). :func:`check_size` and :func:`check_stream` are the one
+validation of a request every allocator (plan mode's included) applies.
 """
 
 from __future__ import annotations
@@ -31,6 +32,22 @@ from memtune.units import format_bytes
 _SMALL, _LARGE = S.SMALL, S.LARGE
 _POOL_NAME = {_SMALL: "small", _LARGE: "large"}
 
+
+
+def check_size(size: object) -> int:
+    """``size`` if it is a valid request size, else :class:`memtune.AllocatorUsageError`."""
+    if isinstance(size, bool) or not isinstance(size, int):
+        raise AllocatorUsageError(f"malloc size must be an int number of bytes; got {type(size).__name__} {size!r}")
+    if size <= 0:
+        raise AllocatorUsageError(f"malloc size must be positive; got {size} (accepted: an int >= 1)")
+    return size
+
+
+def check_stream(stream: object) -> int:
+    """``stream`` if it is a valid stream id, else :class:`memtune.AllocatorUsageError`."""
+    if isinstance(stream, bool) or not isinstance(stream, int) or stream < 0:
+        raise AllocatorUsageError(f"stream must be a non-negative int; got {stream!r}")
+    return stream
 
 class AllocatorBase:
     """The common part of memtune's allocator engines (not used on its own).
@@ -65,14 +82,11 @@ class AllocatorBase:
         :class:`memtune.AllocatorUsageError` for a bad size or stream.
         """
         if type(size) is not int or size <= 0 or type(stream) is not int or stream < 0:
-            self._check_malloc_args(size, stream)
+            check_size(size)  # off the hot path: only a bad argument gets here
+            check_stream(stream)
         with self._lock:
             self._enter()
             return self._malloc(size, stream)
-
-    def _check_malloc_args(self, size: object, stream: object) -> None:
-        """Raise :class:`memtune.AllocatorUsageError` for a bad size or stream (off the hot path)."""
-        raise NotImplementedError
 
     def _malloc(self, size: int, stream: int) -> int:
         raise NotImplementedError

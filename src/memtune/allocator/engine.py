@@ -23,7 +23,7 @@ from typing import Iterable
 from sortedcontainers import SortedList
 
 from memtune.allocator import stats as S
-from memtune.allocator.base import _LARGE, _POOL_NAME, _SMALL, AllocatorBase, _notify_created
+from memtune.allocator.base import _LARGE, _POOL_NAME, _SMALL, AllocatorBase, _notify_created, check_stream
 from memtune.allocator.events import EventKind
 from memtune.allocator.spec import PresetSpec
 from memtune.allocator.verbose import _SCOPED, PROFILING, log_profile
@@ -87,20 +87,6 @@ class _Pool:
         # buffer-cache mode (MPS): freed buffers, kept whole, (stream, size, addr)
         self.cached: SortedList = SortedList()
         self.cmap: dict[int, Block] = {}
-
-
-def _check_size(size: object) -> int:
-    if isinstance(size, bool) or not isinstance(size, int):
-        raise AllocatorUsageError(f"malloc size must be an int number of bytes; got {type(size).__name__} {size!r}")
-    if size <= 0:
-        raise AllocatorUsageError(f"malloc size must be positive; got {size} (accepted: an int >= 1)")
-    return size
-
-
-def _check_stream(stream: object) -> int:
-    if isinstance(stream, bool) or not isinstance(stream, int) or stream < 0:
-        raise AllocatorUsageError(f"stream must be a non-negative int; got {stream!r}")
-    return stream
 
 
 class Allocator(AllocatorBase):
@@ -169,12 +155,6 @@ class Allocator(AllocatorBase):
         del pool.fmap[b.addr]
 
     # ================================================================ malloc
-    def _check_malloc_args(self, size: object, stream: object) -> None:
-        if type(size) is not int or size <= 0:
-            _check_size(size)
-        if type(stream) is not int or stream < 0:
-            _check_stream(stream)
-
     def _malloc(self, orig_size: int, stream: int) -> int:
         size = self._round(orig_size)
         pool = self._pool_for(size)
@@ -990,7 +970,7 @@ class Allocator(AllocatorBase):
                 for s in segs:
                     for b in s.blocks:
                         if b.allocated:
-                            mapping[b.address] = self._malloc(max(b.requested_size, 1), _check_stream(s.stream))
+                            mapping[b.address] = self._malloc(max(b.requested_size, 1), check_stream(s.stream))
                 self.stats.reset_peak()
                 return mapping
             plain = [s for s in segs if not s.is_expandable]
@@ -1026,7 +1006,7 @@ class Allocator(AllocatorBase):
     def _restore_segment(self, s: SegmentState, mapping: dict[int, int]) -> None:
         self._check_layout(s)
         pool = self._restore_pool(s)
-        sk = _check_stream(s.stream) if self._per_stream else 0
+        sk = check_stream(s.stream) if self._per_stream else 0
         dev = self.device
         malloc_at = getattr(dev, "malloc_at", None)
         addr = None
@@ -1088,7 +1068,7 @@ class Allocator(AllocatorBase):
         for s in segs:
             self._check_layout(s)
             pool = self._restore_pool(s)
-            sk = _check_stream(s.stream) if self._per_stream else 0
+            sk = check_stream(s.stream) if self._per_stream else 0
             groups.setdefault((sk, pool.index), []).append(s)
         st = self.stats
         for (sk, p), group in groups.items():

@@ -46,6 +46,7 @@ import numpy as np
 from sortedcontainers import SortedDict
 
 from memtune.allocator import stats as S
+from memtune.allocator.base import check_size, check_stream
 from memtune.allocator.events import AllocatorEvent, EventKind, Listener
 from memtune.allocator.stats import Fragmentation, Stats
 from memtune.devices.base import Device, DeviceOutOfMemory
@@ -630,12 +631,9 @@ class PlanAllocator:
 
     # ------------------------------------------------------------ API
     def malloc(self, size: int, stream: int = 0) -> int:
-        if type(size) is not int or size <= 0:
-            if isinstance(size, bool) or not isinstance(size, int):
-                raise AllocatorUsageError(f"malloc size must be an int number of bytes; got {type(size).__name__} {size!r}")
-            raise AllocatorUsageError(f"malloc size must be positive; got {size} (accepted: an int >= 1)")
-        if type(stream) is not int or stream < 0:
-            raise AllocatorUsageError(f"stream must be a non-negative int; got {stream!r}")
+        if type(size) is not int or size <= 0 or type(stream) is not int or stream < 0:
+            check_size(size)
+            check_stream(stream)
         with self._lock:
             key = (ALLOC, size, stream)
             self._check_pending(key)
