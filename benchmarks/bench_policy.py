@@ -112,29 +112,12 @@ def measure(path: Path, pols: list[str], repeats: int = REPEATS) -> list[Row]:
                             "ratio": pl.ratio, "arena": pl.arena}
         if trace.format == "lifetimes":
             from memtune.trace.packing import pack
+            from memtune.trace.plan import lifetimes
 
-            intervals = lifetimes_of(dt)
-            pk = pack(intervals, time_budget=5.0)
+            pk = pack(lifetimes(dt.events), time_budget=5.0)
             row.packing = {"peak": pk.peak, "ratio": pk.ratio, "method": pk.method, "seconds": pk.seconds}
         rows.append(row)
     return rows
-
-
-def lifetimes_of(dt) -> list[tuple[int, int, int]]:
-    """(start, end, size) of every block, in event positions (frees come first at equal times)."""
-    from memtune.trace.model import Action
-
-    born: dict[int, tuple[int, int]] = {}
-    out = []
-    for i, ev in enumerate(dt.events):
-        if ev.action is Action.ALLOC:
-            born[ev.address] = (i, ev.size)
-        elif ev.action is Action.FREE and ev.address in born:
-            s, size = born.pop(ev.address)
-            out.append((s, i, size))
-    end = len(dt.events)
-    out.extend((s, end, size) for s, size in born.values())
-    return out
 
 
 def comparable(row: Row) -> list[str]:

@@ -40,7 +40,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 from sortedcontainers import SortedDict
@@ -568,16 +568,7 @@ class PlanAllocator:
         pages = a.pages
         assert pages is not None
         page = a.page
-        k = -(-(lo - a.base) // page)
-        j = (hi - a.base) // page
-        m = k
-        while m < j:
-            if not pages[m]:
-                m += 1
-                continue
-            e = m
-            while e < j and pages[e]:
-                e += 1
+        for m, e in _mapped_page_runs(pages, -(-(lo - a.base) // page), (hi - a.base) // page):
             self.device.unmap(a.base + m * page, (e - m) * page)
             pages[m:e] = bytes(e - m)
             n = (e - m) * page
@@ -586,7 +577,6 @@ class PlanAllocator:
             self._own_calls[1] += 1
             self.stats.num_device_free += 1
             self.stats.dec(S.RESERVED_BYTES, S.LARGE, n)
-            m = e
 
     def _release_arena(self, a: _Active) -> None:
         if a.pages is None:
@@ -866,22 +856,25 @@ class PlanAllocator:
                 f"allocations, {self.deviations} deviations>")
 
 
+def _mapped_page_runs(pages: bytearray, k: int, j: int) -> Iterator[tuple[int, int]]:
+    """Runs [m, e) of mapped pages (nonzero entries) among pages k..j-1."""
+    m = k
+    while m < j:
+        if not pages[m]:
+            m += 1
+            continue
+        e = m
+        while e < j and pages[e]:
+            e += 1
+        yield m, e
+        m = e
+
+
 def _runs(a: _Active) -> list[tuple[int, int]]:
     """Mapped runs [lo, hi) of a virtual arena."""
-    out: list[tuple[int, int]] = []
     pages, page = a.pages, a.page
     assert pages is not None
-    k, n = 0, len(pages)
-    while k < n:
-        if not pages[k]:
-            k += 1
-            continue
-        m = k
-        while m < n and pages[m]:
-            m += 1
-        out.append((a.base + k * page, a.base + m * page))
-        k = m
-    return out
+    return [(a.base + m * page, a.base + e * page) for m, e in _mapped_page_runs(pages, 0, len(pages))]
 
 
 # --------------------------------------------------------------------------- analysis
