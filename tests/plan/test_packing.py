@@ -119,6 +119,9 @@ def test_improvement_rounds_make_the_result_independent_of_time():
     assert a.rounds == b.rounds <= 20
     assert a.peak == b.peak and (a.offsets == b.offsets).all()
     assert packing.pack(iv, rounds=0, time_budget=60.0).rounds == 0
+    for bad in (-1, 2.5, True):
+        with pytest.raises(ValueError, match=f"packing rounds must be None .* or an int >= 0; got {bad!r}"):
+            packing.pack(iv, rounds=bad)
 
 
 def test_no_time_is_spent_beating_the_bound_of_the_aligned_sizes():

@@ -252,6 +252,9 @@ def pack(
     t0 = time.perf_counter()
     if alignment < 1:
         raise ValueError(f"packing alignment must be a positive number of bytes; got {alignment}")
+    if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 0):
+        raise ValueError(f"packing rounds must be None (as many as the time budget allows) or an int >= 0; "
+                         f"got {rounds!r}")
     lo_all, hi_all, requested = _as_arrays(intervals, 1)
     size_all = requested if alignment == 1 else (requested + alignment - 1) // alignment * alignment
     n_all = len(lo_all)
