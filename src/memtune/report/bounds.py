@@ -31,10 +31,6 @@ class Bound:
     lower_bound: int
     packing: _packing.Packing | None = None
 
-    @property
-    def packing_ratio(self) -> float | None:
-        return None if self.packing is None else self.packing.ratio
-
     def to_json(self) -> dict[str, Any]:
         pk = self.packing
         return {

@@ -317,10 +317,13 @@ class PlanSpec:
 class _Active:
     """A plan being served: arena address, phase origin, live planned blocks."""
 
-    __slots__ = ("plan", "base", "origin", "live", "serving", "by_off", "pages", "page", "reservation", "mapped")
+    __slots__ = ("plan", "base", "origin", "live", "serving", "by_off", "pages", "page", "reservation", "mapped",
+                 "signature")
 
-    def __init__(self, plan: StepPlan, base: int, origin: int, page: int = 0, reservation: int | None = None):
+    def __init__(self, plan: StepPlan, base: int, origin: int, page: int = 0, reservation: int | None = None,
+                 signature: int = 0):
         self.plan = plan
+        self.signature = signature    # of the learned step (see PlanAllocator._failed)
         self.base = base
         #: virtual arena (page > 0): pages are mapped on first use and stay mapped, so
         #: slots the first cycle does not use yet (those of buffers alive across the cut,
@@ -368,9 +371,7 @@ class PlanAllocator:
         self._next_check = spec.min_period * 2
         self._active: _Active | None = None
         self._draining: list[_Active] = []
-        self._pending: tuple[StepPlan, int] | None = None  # plan waiting for its first cut
-        self._pending_sig = 0
-        self._active_sig = 0
+        self._pending: tuple[StepPlan, int, int] | None = None  # (plan, first cut, signature)
         #: signatures of steps whose plan deviated before serving one whole cycle: a
         #: pattern inside the real step (a model's repeated layers), not the step itself;
         #: taking over for it frees the online policy's cache for nothing, so never again
@@ -470,10 +471,9 @@ class PlanAllocator:
         first = self._pos - p + plan.cut
         while first < self._pos:
             first += p
-        self._pending = (plan, first)
-        self._pending_sig = sig
+        self._pending = (plan, first, sig)
 
-    def _activate(self, plan: StepPlan, origin: int) -> None:
+    def _activate(self, plan: StepPlan, origin: int, signature: int = 0) -> None:
         # cached online memory served these buffers until now: give it back first,
         # and let the online policy size its slack by what it still serves
         self.online._release_all("plan")
@@ -488,7 +488,7 @@ class PlanAllocator:
             except (NotImplementedError, ValueError, AllocatorUsageError):
                 res = None
         if res is not None:
-            self._active = _Active(plan, -(-res // page) * page, origin, page, res)
+            self._active = _Active(plan, -(-res // page) * page, origin, page, res, signature)
             return
         try:
             base = self.device.malloc(plan.arena)
@@ -499,7 +499,7 @@ class PlanAllocator:
         self._arena_bytes += plan.arena
         self.stats.inc(S.RESERVED_BYTES, S.LARGE, plan.arena)
         self.stats.inc(S.SEGMENT, S.LARGE, 1)
-        self._active = _Active(plan, base, origin)
+        self._active = _Active(plan, base, origin, signature=signature)
 
     def _back(self, a: _Active, lo: int, size: int) -> bool:
         """Map the arena pages [lo, lo+size) touches that are not mapped yet (False on
@@ -537,7 +537,7 @@ class PlanAllocator:
             return
         self.deviations += 1
         if self._pos - a.origin < a.plan.length:
-            self._failed.add(self._active_sig)
+            self._failed.add(a.signature)
         a.serving = False
         self._active = None
         self._next_check = self._pos + self.spec.min_period
@@ -602,7 +602,7 @@ class PlanAllocator:
         pend = self._pending
         if pend is None:
             return
-        plan, origin = pend
+        plan, origin, signature = pend
         phi = (plan.cut + (self._pos - origin)) % plan.length
         if plan.template[phi] != key:
             self._pending = None
@@ -610,8 +610,7 @@ class PlanAllocator:
             return
         if self._pos == origin:
             self._pending = None
-            self._active_sig = self._pending_sig
-            self._activate(plan, origin)
+            self._activate(plan, origin, signature)
 
     def _expected(self, a: _Active) -> tuple[int, tuple]:
         """(unrotated template phase, expected token key) of the current event."""
