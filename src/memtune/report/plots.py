@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 from typing import Sequence
 
+from memtune.report.tables import ratio_text
 from memtune.trace.model import device_name
 from memtune.trace.replay import ReplayResult, trace_label
 
@@ -108,8 +109,7 @@ def plot_panels(results: Sequence[ReplayResult], path: str | Path, *, title: str
             ox = o.get("time_s") if tl.has_time else o.get("event_index")
             if ox is not None:
                 ax.axvline(ox, color="orange", alpha=0.5, linewidth=0.8)
-        bound = f"{r.peak_reserved_bytes / r.peak_requested_bytes:.3f} x the bound" if r.peak_requested_bytes else "-"
-        ax.set_title(f"{r.label}\npeak reserved {_fmt(r.peak_reserved_bytes)} = {bound}"
+        ax.set_title(f"{r.label}\npeak reserved {_fmt(r.peak_reserved_bytes)} = {ratio_text(r)} x the bound"
                      + (f", {len(r.ooms)} OOM" if r.ooms else ""), fontsize=9)
         ax.set_ylim(0, top / div * 1.05)
         ax.grid(True, alpha=0.3)
