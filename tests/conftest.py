@@ -12,11 +12,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED_TRACES = Path(os.environ.get("MEMTUNE_SHARED_TRACES", REPO.parent / "shared" / "traces"))
-
-SNAPSHOTS = sorted(p.name for p in SHARED_TRACES.glob("pytorch-snapshot-*.pickle")) if SHARED_TRACES.is_dir() else []
-ALL_TRACES = sorted(p.name for p in SHARED_TRACES.iterdir() if p.name != "README.md") if SHARED_TRACES.is_dir() else []
+from shared_traces import SHARED_TRACES
 
 
 def shared_trace(name: str) -> Path:

@@ -15,22 +15,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 from pathlib import Path
 
 import pytest
+from shared_traces import ALL_TRACES, REPO as _REPO, SHARED_TRACES as _SHARED
 
-_SHARED = Path(os.environ.get("MEMTUNE_SHARED_TRACES", Path(__file__).resolve().parents[2].parent / "shared" / "traces"))
-#: The traces named in ../shared/traces/README.md; used when the directory is absent so
-#: the tests still collect (and then skip, or fail under CI=true).
-_KNOWN = [
-    "lifetimes-pangu-2.6b.csv", "lifetimes-resnet50.csv", "pytorch-snapshot-cold-expandable-3dev.pickle",
-    "pytorch-snapshot-cold-small.pickle", "pytorch-snapshot-warm-emptycache.pickle",
-    "pytorch-snapshot-warm-finetune.pickle", "pytorch-snapshot-warm-lm-fullstep.pickle",
-    "torch-profiler-cpu-encoder-train.json.gz", "torch-profiler-cuda-2gpu-rank1.json.gz",
-]
-ALL_TRACES = sorted(p.name for p in _SHARED.iterdir() if p.name != "README.md") if _SHARED.is_dir() else _KNOWN
-_REPO = Path(__file__).resolve().parents[2]
 #: "The same must hold on traces you have not seen": real PyTorch CPU training runs
 #: recorded by scripts/capture_demo_traces.py that no memtune setting was tuned on --
 #: the bundled demo set and benchmarks/heldout. Part of the repository: never skipped.

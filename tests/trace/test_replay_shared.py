@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import gzip
 import json
-import os
 import pickle
 from pathlib import Path
 
@@ -19,18 +18,8 @@ import pytest
 
 from memtune.cli.main import main
 from memtune.trace.replay import replay
+from shared_traces import ALL_TRACES, SNAPSHOTS
 
-# The trace names, from the shared directory when present; otherwise the README's list,
-# so that each test still runs and the shared_trace_path fixture skips (or fails under CI).
-_SHARED = Path(os.environ.get("MEMTUNE_SHARED_TRACES", Path(__file__).resolve().parents[2].parent / "shared" / "traces"))
-_KNOWN = [
-    "lifetimes-pangu-2.6b.csv", "lifetimes-resnet50.csv", "pytorch-snapshot-cold-expandable-3dev.pickle",
-    "pytorch-snapshot-cold-small.pickle", "pytorch-snapshot-warm-emptycache.pickle",
-    "pytorch-snapshot-warm-finetune.pickle", "pytorch-snapshot-warm-lm-fullstep.pickle",
-    "torch-profiler-cpu-encoder-train.json.gz", "torch-profiler-cuda-2gpu-rank1.json.gz",
-]
-ALL_TRACES = sorted(p.name for p in _SHARED.iterdir() if p.name != "README.md") if _SHARED.is_dir() else _KNOWN
-SNAPSHOTS = [n for n in ALL_TRACES if n.startswith("pytorch-snapshot-") and n.endswith(".pickle")]
 
 
 class _NoGlobals(pickle.Unpickler):
