@@ -71,7 +71,7 @@ MIN_SECONDS = 0.3
 
 def measure(path: Path, pols: list[str], repeats: int = REPEATS) -> list[Row]:
     import memtune
-    from memtune.trace.replay import replay_device
+    from memtune.trace.replay import ReplayResult, replay_device
 
     trace = memtune.load_trace(path)
     rows: list[Row] = []
@@ -80,26 +80,29 @@ def measure(path: Path, pols: list[str], repeats: int = REPEATS) -> list[Row]:
         # program ran with (a replay would otherwise apply them to its own allocator)
         dt = dataclasses.replace(dt, settings={})
         row = Row(path.name, dt.device, dt.peak_requested_bytes(), 0)
-        for pol in pols:
-            best = None
-            spent = 0.0
-            runs = 0
-            # the best of at least ``repeats`` runs, more for short replays (timer noise)
-            while runs < repeats or (spent < MIN_SECONDS and runs < 50):
+        best: dict[str, ReplayResult] = {}
+        spent = dict.fromkeys(pols, 0.0)
+        runs = 0
+        # the best of at least ``repeats`` runs, more for short replays (timer noise);
+        # policies take turns within each round so a change in the machine's load
+        # falls on all of them alike instead of on whichever ran during it
+        while runs < repeats or (min(spent.values()) < MIN_SECONDS and runs < 50):
+            runs += 1
+            for pol in pols:
                 r = replay_device(trace, dt, pol)
-                runs += 1
-                spent += r.seconds
-                if best is None or r.seconds < best.seconds:
-                    best = r
-            assert best is not None
-            row.events = best.events
+                spent[pol] += r.seconds
+                if pol not in best or r.seconds < best[pol].seconds:
+                    best[pol] = r
+        for pol in pols:
+            b = best[pol]
+            row.events = b.events
             row.results[pol] = {
-                "peak_reserved": best.peak_reserved_bytes,
-                "ratio": best.peak_reserved_bytes / row.lower_bound if row.lower_bound else float("nan"),
-                "calls": best.device_allocs + best.device_frees,
-                "seconds": best.seconds,
-                "eps": best.events_per_second,
-                "ooms": len(best.ooms),
+                "peak_reserved": b.peak_reserved_bytes,
+                "ratio": b.peak_reserved_bytes / row.lower_bound if row.lower_bound else float("nan"),
+                "calls": b.device_allocs + b.device_frees,
+                "seconds": b.seconds,
+                "eps": b.events_per_second,
+                "ooms": len(b.ooms),
             }
         from memtune.trace.plan import make_plan, tokenize, detect_period
 
