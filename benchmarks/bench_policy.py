@@ -104,14 +104,15 @@ def measure(path: Path, pols: list[str], repeats: int = REPEATS) -> list[Row]:
                 "eps": b.events_per_second,
                 "ooms": len(b.ooms),
             }
-        from memtune.trace.plan import make_plan, tokenize, detect_period
+        from memtune.trace.model import Action
+        from memtune.trace.plan import PlanSpec, find_step, make_plan
 
-        toks, keys = tokenize(dt.events)
-        per = detect_period(toks, min_period=4)
-        if per is not None and per.length * per.count >= 0.5 * len(toks):
-            pl = make_plan([keys[t] for t in toks[per.start:per.start + per.length]], time_budget=2.0)
+        per, step = find_step(dt.events, min_period=PlanSpec.min_period)
+        n = sum(1 for ev in dt.events if ev.action is Action.ALLOC or ev.action is Action.FREE)
+        if per is not None and per.length * per.count >= 0.5 * n:
+            pl = make_plan(step, time_budget=2.0)
             if pl.lower_bound:
-                row.plan = {"length": per.length, "count": per.count, "coverage": per.length * per.count / len(toks),
+                row.plan = {"length": per.length, "count": per.count, "coverage": per.length * per.count / n,
                             "ratio": pl.ratio, "arena": pl.arena}
         if trace.format == "lifetimes":
             from memtune.trace.packing import pack

@@ -17,8 +17,10 @@ from memtune.trace.plan import (
     PlanAllocator,
     PlanSpec,
     detect_period,
+    find_step,
     make_plan,
     marker_period,
+    step_tokens,
     suffix_period,
     tokenize,
 )
@@ -78,6 +80,53 @@ def test_detect_period_finds_the_repetition(unit, reps, prefix):
     s, p = per.start, per.length
     assert np.array_equal(toks[s:s + p * (per.count - 1)], toks[s + p:s + p * per.count])
     assert per.length * per.count >= len(unit) * reps * 0.9 - len(unit)
+
+
+def lazy_optimizer_training(steps: int) -> list[Event]:
+    """A training loop whose first step is longer (the optimizer's state is allocated
+    on first use) and whose gradients are freed by the next step's zero_grad, as in
+    every real PyTorch loop: a gradient free's distance depends on the step before."""
+    evs = [Event(Action.ALLOC, 10**8, 4000)]  # weights
+    grads: list[int] = []
+    for k in range(steps):
+        base = 10**4 * (k + 1)
+        for g in grads:  # zero_grad(set_to_none=True)
+            evs.append(Event(Action.FREE, g))
+        acts = [base + i for i in range(4)]
+        for i, a in enumerate(acts):  # forward: activations of two equal layers
+            evs.append(Event(Action.ALLOC, a, (2 + i % 2) * KiB))
+        grads = [base + 100 + i for i in range(3)]
+        for i, a in enumerate(acts[::-1]):  # backward: a gradient per layer, activations freed
+            if i < 3:
+                evs.append(Event(Action.ALLOC, grads[i], 5 * KiB))
+            evs.append(Event(Action.FREE, a))
+        if k == 0:  # optimizer state, allocated in the first step only
+            evs += [Event(Action.ALLOC, 10**8 + 1 + i, 7 * KiB) for i in range(3)]
+    return evs
+
+
+def test_find_step_sees_the_step_when_the_first_one_is_longer():
+    evs = lazy_optimizer_training(3)
+    toks, keys = tokenize(evs)
+    # with free distances, steps 2 and 3 differ at the gradient frees: no whole step repeats
+    exact = detect_period(toks)
+    assert exact is None or exact.length < 14
+    per, template = find_step(evs)
+    assert per is not None and per.length == 14 and per.count == 2  # 3 grad frees + 4 + 3 + 4 events
+    # the template is the last step, so its gradient frees refer to an equal step: it
+    # plans the same buffers as a long run's steady state, where exact tokens repeat
+    last = per.start + per.length
+    assert template == [keys[t] for t in toks[last:last + 14]]
+    long_toks, long_keys = tokenize(lazy_optimizer_training(8))
+    steady = detect_period(long_toks)
+    assert steady is not None and steady.length == 14
+    plan = make_plan(template)
+    ref = make_plan([long_keys[t] for t in long_toks[steady.start:steady.start + 14]])
+    assert (plan.planned_bytes, plan.lower_bound, len(plan.offsets)) == (ref.planned_bytes, ref.lower_bound,
+                                                                         len(ref.offsets))
+    assert plan.planned_bytes == (4 * 2 + 2 * 1 + 3 * 5) * KiB  # activations and gradients
+    unrolled_check(plan)
+    assert len(step_tokens(evs)) == len(toks)
 
 
 def test_marker_steps():

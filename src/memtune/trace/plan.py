@@ -101,6 +101,29 @@ def tokenize(events: Iterable[Event], tokenizer: Tokenizer | None = None) -> tup
     return np.asarray(out, dtype=np.int64), tk.keys
 
 
+def step_tokens(events: Iterable[Event]) -> np.ndarray:
+    """Tokens for finding a training step: :func:`tokenize`'s, except that a free is
+    known by its block's size and stream instead of its distance.
+
+    Why: a free of a block from the step before (gradients freed by the next
+    ``zero_grad``) has a distance that depends on that step's length, and the first
+    step is longer (the optimizer's state is allocated lazily). With distances,
+    steps 2 and 3 differ at every such free and only a layer looks periodic.
+    """
+    tk = Tokenizer()
+    born: dict[int, tuple[int, int]] = {}
+    out: list[int] = []
+    for ev in events:
+        act = ev.action
+        if act is Action.ALLOC:
+            born[ev.address] = (ev.size, ev.stream)
+            out.append(tk.id((ALLOC, ev.size, ev.stream)))
+        elif act is Action.FREE:
+            b = born.pop(ev.address, None)
+            out.append(tk.id((FREE, -1, *b)) if b is not None else tk.id((UNKNOWN_FREE, ev.size)))
+    return np.asarray(out, dtype=np.int64)
+
+
 @dataclass(frozen=True)
 class Period:
     """``count`` repetitions of ``length`` tokens starting at token ``start``."""
@@ -174,6 +197,22 @@ def marker_period(events: Sequence[Event], tokens: np.ndarray) -> Period | None:
             best = Period(a, p, count, "markers")
         i = j
     return best
+
+
+def find_step(events: Sequence[Event], min_period: int = 2) -> tuple[Period | None, list[tuple]]:
+    """The repeating step of a device stream and its token keys (the plan's template).
+
+    Step markers win when the stream has them; else the period is detected on
+    :func:`step_tokens`. The template is the *last* repetition: its frees of blocks
+    from the step before refer to a repetition of the same step, where the first
+    one's may refer to a longer first step.
+    """
+    toks, keys = tokenize(events)
+    per = marker_period(events, toks) or detect_period(step_tokens(events), min_period=min_period)
+    if per is None:
+        return None, []
+    last = per.start + (per.count - 1) * per.length
+    return per, [keys[t] for t in toks[last: last + per.length]]
 
 
 def suffix_period(tokens: np.ndarray, min_period: int, max_period: int, repeats: int = 2) -> int | None:
@@ -943,15 +982,14 @@ def analyze(trace, device: int | None = None, policies: Sequence[str] = ("memtun
     devices = [tr.device(device)] if device is not None else list(tr.devices)
     out: list[PlanReport] = []
     for dt in devices:
-        toks, keys = tokenize(dt.events)
-        per = marker_period(dt.events, toks) or detect_period(toks, min_period=PlanSpec.min_period)
+        per, step = find_step(dt.events, min_period=PlanSpec.min_period)
+        n = sum(1 for ev in dt.events if ev.action is Action.ALLOC or ev.action is Action.FREE)
         plan = None
         cov = 0.0
         if per is not None:
-            cov = per.length * per.count / max(1, len(toks))
-            step = [keys[t] for t in toks[per.start: per.start + per.length]]
+            cov = per.length * per.count / max(1, n)
             plan = make_plan(step, time_budget=pack_seconds, rounds=pack_rounds)
-        rep = PlanReport(tr.source, dt.device, len(toks), per, cov, plan, dt.peak_requested_bytes())
+        rep = PlanReport(tr.source, dt.device, n, per, cov, plan, dt.peak_requested_bytes())
         if tr.format == "lifetimes":
             rep.packing = packing.pack(lifetimes(dt.events), time_budget=pack_seconds, rounds=pack_rounds)
         if replay:
