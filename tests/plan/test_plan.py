@@ -137,9 +137,15 @@ def test_marker_steps():
         evs += e
         evs.append(Event(Action.FREE, 100 * k + 2))
     evs.append(Event(Action.MARKER, info={"name": "step"}))
-    toks, _ = tokenize(evs)
+    toks, keys = tokenize(evs)
     per = marker_period(evs, toks)
     assert per is not None and per.source == "markers" and per.count == 4
+    # markers win over detection; the template is the last marked step
+    found, template = find_step(evs)
+    assert found == per
+    last = per.start + 3 * per.length
+    assert template == [keys[t] for t in toks[last:last + per.length]]
+    assert find_step([]) == (None, [])
 
 
 def unrolled_check(plan, steps: int = 4) -> None:
