@@ -254,7 +254,7 @@ class _Region:
         if not self.mapped:
             return out
         stamp = self.stamp
-        # a hole smaller than a page holds no whole page: only the larger ones (by size)
+        # a hole smaller than a page holds no whole page
         spans = [(a, a + n, stamp[a]) for a, n in self.holes.items() if n >= page]
         spans.append((self.top, self.end, self.top_stamp))
         for a, b, t in spans:

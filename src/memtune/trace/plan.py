@@ -77,24 +77,30 @@ class Tokenizer:
         return i
 
 
-def tokenize(events: Iterable[Event], tokenizer: Tokenizer | None = None) -> tuple[np.ndarray, list[tuple]]:
+def tokenize(events: Iterable[Event], tokenizer: Tokenizer | None = None,
+             frees_by_size: bool = False) -> tuple[np.ndarray, list[tuple]]:
     """Token ids of the ALLOC/FREE events (others are skipped) and their keys.
 
     A free's distance is the number of ALLOC/FREE events since its alloc; a free of
-    a block allocated before the stream began gets an UNKNOWN_FREE token.
+    a block allocated before the stream began gets an UNKNOWN_FREE token. With
+    ``frees_by_size`` a free is known by its block's size and stream instead (see
+    :func:`step_tokens`).
     """
     tk = tokenizer or Tokenizer()
-    born: dict[int, int] = {}
+    born: dict[int, tuple[int, int, int]] = {}  # address -> (position, size, stream)
     out: list[int] = []
     pos = 0
     for ev in events:
         act = ev.action
         if act is Action.ALLOC:
-            born[ev.address] = pos
+            born[ev.address] = (pos, ev.size, ev.stream)
             out.append(tk.id((ALLOC, ev.size, ev.stream)))
         elif act is Action.FREE:
-            p0 = born.pop(ev.address, None)
-            out.append(tk.id((FREE, pos - p0)) if p0 is not None else tk.id((UNKNOWN_FREE, ev.size)))
+            b = born.pop(ev.address, None)
+            if b is None:
+                out.append(tk.id((UNKNOWN_FREE, ev.size)))
+            else:
+                out.append(tk.id((FREE, -1, b[1], b[2]) if frees_by_size else (FREE, pos - b[0])))
         else:
             continue
         pos += 1
@@ -110,18 +116,7 @@ def step_tokens(events: Iterable[Event]) -> np.ndarray:
     step is longer (the optimizer's state is allocated lazily). With distances,
     steps 2 and 3 differ at every such free and only a layer looks periodic.
     """
-    tk = Tokenizer()
-    born: dict[int, tuple[int, int]] = {}
-    out: list[int] = []
-    for ev in events:
-        act = ev.action
-        if act is Action.ALLOC:
-            born[ev.address] = (ev.size, ev.stream)
-            out.append(tk.id((ALLOC, ev.size, ev.stream)))
-        elif act is Action.FREE:
-            b = born.pop(ev.address, None)
-            out.append(tk.id((FREE, -1, *b)) if b is not None else tk.id((UNKNOWN_FREE, ev.size)))
-    return np.asarray(out, dtype=np.int64)
+    return tokenize(events, frees_by_size=True)[0]
 
 
 @dataclass(frozen=True)
