@@ -143,10 +143,15 @@ class Allocator(AllocatorBase):
         ss = self._small_size
         return self._small if ss is not None and size <= ss else self._large
 
-    def _insert_free(self, pool: _Pool, b: Block) -> None:
+    def _stamp_freed(self, pool: _Pool, b: Block) -> None:
+        """Record when ``b`` became free: its age for garbage collection and its rank
+        among frees (both the free list and the MPS buffer cache use them)."""
         b.gc_base = pool.gc_calls
         b.freed_seq = self._seq
         self._seq += 1
+
+    def _insert_free(self, pool: _Pool, b: Block) -> None:
+        self._stamp_freed(pool, b)
         pool.free.add((b.stream, b.size, b.addr))
         pool.fmap[b.addr] = b
 
@@ -499,9 +504,7 @@ class Allocator(AllocatorBase):
     # ------------------------------------------------ buffer cache (MPS heaps)
     def _insert_cached(self, pool: _Pool, b: Block) -> None:
         b.cached = True
-        b.gc_base = pool.gc_calls
-        b.freed_seq = self._seq
-        self._seq += 1
+        self._stamp_freed(pool, b)
         pool.cached.add((b.stream, b.size, b.addr))
         pool.cmap[b.addr] = b
 
