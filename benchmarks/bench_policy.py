@@ -67,6 +67,8 @@ def policies() -> list[str]:
 REPEATS = 3
 #: short replays repeat until this much replay time is measured (best run is kept)
 MIN_SECONDS = 0.3
+#: time budget of the offline packings (a step's plan, a lifetime table)
+PACK_SECONDS = 5.0
 
 
 def measure(path: Path, pols: list[str], repeats: int = REPEATS) -> list[Row]:
@@ -104,21 +106,15 @@ def measure(path: Path, pols: list[str], repeats: int = REPEATS) -> list[Row]:
                 "eps": b.events_per_second,
                 "ooms": len(b.ooms),
             }
-        from memtune.trace.model import Action
-        from memtune.trace.plan import PlanSpec, find_step, make_plan
+        # the step and, for a lifetime table, the best static packing: what `memtune plan` reports
+        from memtune.trace.plan import analyze
 
-        per, step = find_step(dt.events, min_period=PlanSpec.min_period)
-        n = sum(1 for ev in dt.events if ev.action is Action.ALLOC or ev.action is Action.FREE)
-        if per is not None and per.length * per.count >= 0.5 * n:
-            pl = make_plan(step, time_budget=2.0)
-            if pl.lower_bound:
-                row.plan = {"length": per.length, "count": per.count, "coverage": per.length * per.count / n,
-                            "ratio": pl.ratio, "arena": pl.arena}
-        if trace.format == "lifetimes":
-            from memtune.trace.packing import pack
-            from memtune.trace.plan import lifetimes
-
-            pk = pack(lifetimes(dt.events), time_budget=5.0)
+        (rep,) = analyze(trace, device=dt.device, replay=False, pack_seconds=PACK_SECONDS)
+        if rep.period is not None and rep.coverage >= 0.5 and rep.plan is not None and rep.plan.lower_bound:
+            row.plan = {"length": rep.period.length, "count": rep.period.count, "coverage": rep.coverage,
+                        "ratio": rep.plan.ratio, "arena": rep.plan.arena}
+        if rep.packing is not None:
+            pk = rep.packing
             row.packing = {"peak": pk.peak, "ratio": pk.ratio, "method": pk.method, "seconds": pk.seconds}
         rows.append(row)
     return rows
@@ -206,7 +202,7 @@ def render(rows: list[Row], pols: list[str], command: str, seconds: float, heldo
     if packed:
         lines += ["", "## Best static packing of the lifetime tables", "",
                   "What an offline planner reaches with every lifetime known (`memtune.trace.packing.pack`, "
-                  "5 s budget).", "", "| trace | lower bound | packed peak | ratio | method | seconds |",
+                  f"{PACK_SECONDS:g} s budget).", "", "| trace | lower bound | packed peak | ratio | method | seconds |",
                   "|---|---|---|---|---|---|"]
         for r in packed:
             pk = r.packing
