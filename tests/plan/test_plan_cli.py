@@ -71,3 +71,41 @@ def test_pack_rounds_make_the_packing_reproducible(tmp_path, capsys):
         (row,) = json.loads(capsys.readouterr().out)
         assert row["static_packing"]["peak_bytes"] == got[-1][0]
     assert got[0] == got[1]
+
+
+def test_plan_says_where_the_live_peak_falls(tmp_path, capsys):
+    """The live peak (9 MiB) is first reached at step 1's third event; the repeating
+    stretch starts with step 1's first event (step 0 lacks the buffer living into the
+    next step), so the peak is in repetition 1: before plan mode can plan the step."""
+    f = tmp_path / "steps.csv"
+    write_steps(f)
+    assert main(["plan", str(f), "--json", "--no-replay"]) == 0
+    (rep,) = json.loads(capsys.readouterr().out)
+    per = rep["period"]
+    # step 0 is 6 alloc/free events up to its last free before step 1 starts; the
+    # peak is step 1's 3rd allocation: 1 MiB + 3 MiB + 2 MiB with the 3 MiB of step 0
+    assert rep["live_peak"]["event"] >= per["start"]
+    assert rep["live_peak"]["repetition"] == 1 + (rep["live_peak"]["event"] - per["start"]) // per["length"] == 1
+    assert main(["plan", str(f), "--no-replay"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"live bytes peak at event {rep['live_peak']['event']}, in repetition 1 of {per['count']}" in out
+    assert "before a plan of this step can serve it" in out
+
+
+def test_the_live_peak_position_is_its_first_alloc_and_the_repetition_follows_the_period():
+    from memtune.trace.model import Action, Event, requested_peak_at
+    from memtune.trace.plan import Period, PlanReport
+
+    ev = [Event(Action.ALLOC, 1, 5), Event(Action.MARKER), Event(Action.ALLOC, 2, 7), Event(Action.FREE, 2, 7),
+          Event(Action.ALLOC, 3, 7), Event(Action.FREE, 1, 5)]
+    # markers are not counted; the second 12-byte peak (event 3) is not the first
+    assert requested_peak_at(ev) == (12, 1)
+    # a starting state that is never exceeded again is the peak: no event reaches it
+    assert requested_peak_at([Event(Action.FREE, 9, 100), *ev], [(9, 100, 0)]) == (100, None)
+
+    def rep(event, period):
+        return PlanReport("t", 0, 100, period, 1.0, None, 1, peak_event=event).peak_repetition
+
+    per = Period(start=10, length=20, count=3)
+    assert [rep(e, per) for e in (0, 9, 10, 29, 30, 69, 70, 99)] == [0, 0, 1, 1, 2, 3, 4, 4]
+    assert rep(5, None) is None and rep(None, per) is None

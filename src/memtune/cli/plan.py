@@ -64,3 +64,27 @@ def plan(trace, device, as_json, no_replay, pack_seconds, pack_rounds):
     for r in reports:
         out.print(f"{device_name(r.device)}: lower bound (peak live requested) {format_bytes(r.lower_bound)}",
                   highlight=False)
+        where = peak_note(r)
+        if where:
+            out.print(f"{device_name(r.device)}: {where}", highlight=False)
+
+
+def peak_note(r) -> str | None:
+    """Where the live peak falls relative to the step: whether this step's plan can
+    lower the run's peak reserved at all, or only the steps after it."""
+    from memtune.trace.plan import PlanSpec
+
+    k, per = r.peak_repetition, r.period
+    if k is None or per is None:
+        return None
+    head = f"live bytes peak at event {r.peak_event}"
+    before = "so the run's peak reserved is set before a plan of this step can serve it"
+    if k == 0:
+        return f"{head}, before the step starts repeating (event {per.start}), {before}."
+    if k > per.count:
+        return f"{head}, after the repeating stretch (it ends at event {per.end}), where the step's plan does not apply."
+    m = PlanSpec.min_repeats
+    if k <= m:
+        return (f"{head}, in repetition {k} of {per.count} of the step; plan mode plans a step once it has seen it "
+                f"{m} times, {before}.")
+    return f"{head}, in repetition {k} of {per.count} of the step, late enough for the step's plan to serve it."

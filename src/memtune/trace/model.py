@@ -123,25 +123,37 @@ def requested_timeline_peak(events: Iterable[Event], initial_live: Iterable[tupl
     Frees of unknown addresses are ignored here (readers decide whether those are
     errors); the size of a free is taken from its matching alloc.
     """
+    return requested_peak_at(events, initial_live)[0]
+
+
+def requested_peak_at(events: Iterable[Event],
+                      initial_live: Iterable[tuple[int, int, int]] = ()) -> tuple[int, int | None]:
+    """(peak of live requested bytes, position among the alloc/free events where it is
+    first reached; None if the starting state is the peak). See :func:`requested_timeline_peak`."""
     live: dict[int, int] = {}
     current = 0
     for address, size, _stream in initial_live:
         live[address] = size
         current += size
     peak = current
+    at = None
+    i = -1
     for ev in events:
         if ev.action is Action.ALLOC:
+            i += 1
             if ev.address in live:  # re-use of a live address: treat as implicit free
                 current -= live[ev.address]
             live[ev.address] = ev.size
             current += ev.size
             if current > peak:
                 peak = current
+                at = i
         elif ev.action is Action.FREE:
+            i += 1
             size = live.pop(ev.address, None)
             if size is not None:
                 current -= size
-    return peak
+    return peak, at
 
 
 def device_name(device: int) -> str:

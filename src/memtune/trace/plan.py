@@ -52,7 +52,7 @@ from memtune.allocator.stats import Fragmentation, Stats
 from memtune.devices.base import Device, DeviceOutOfMemory
 from memtune.errors import AllocatorUsageError, MemtuneError
 from memtune.trace import packing
-from memtune.trace.model import Action, Event, SegmentState
+from memtune.trace.model import Action, Event, SegmentState, requested_peak_at
 
 #: Token kinds.
 ALLOC, FREE, UNKNOWN_FREE = 0, 1, 2
@@ -927,6 +927,21 @@ class PlanReport:
     replays: dict[str, dict[str, Any]] = field(default_factory=dict)  # policy -> summary
     #: lifetime tables (one step by construction): the best static packing of the whole table
     packing: packing.Packing | None = None
+    #: the alloc/free event (counted as in ``period``) where live requested bytes first peak
+    peak_event: int | None = None
+
+    @property
+    def peak_repetition(self) -> int | None:
+        """Which repetition of the step holds the live peak: 1..count, 0 before the
+        repeating stretch, count + 1 after it; None without a step. Plan mode serves
+        a step from its plan only after seeing it ``PlanSpec.min_repeats`` times, so a
+        peak up to that repetition is the online policy's in any run."""
+        p, e = self.period, self.peak_event
+        if p is None or e is None:
+            return None
+        if e < p.start:
+            return 0
+        return min((e - p.start) // p.length + 1, p.count + 1)
 
     def to_json(self) -> dict[str, Any]:
         p, pl = self.period, self.plan
@@ -943,6 +958,7 @@ class PlanReport:
                 "packing_method": pl.packing.method if pl.packing else None,
             },
             "lower_bound": self.lower_bound,
+            "live_peak": {"event": self.peak_event, "repetition": self.peak_repetition},
             "replays": self.replays,
             "static_packing": None if self.packing is None else {
                 "peak_bytes": self.packing.peak, "ratio": self.packing.ratio, "method": self.packing.method,
@@ -984,7 +1000,8 @@ def analyze(trace, device: int | None = None, policies: Sequence[str] = ("memtun
         if per is not None:
             cov = per.length * per.count / max(1, n)
             plan = make_plan(step, time_budget=pack_seconds, rounds=pack_rounds)
-        rep = PlanReport(tr.source, dt.device, n, per, cov, plan, dt.peak_requested_bytes())
+        rep = PlanReport(tr.source, dt.device, n, per, cov, plan, dt.peak_requested_bytes(),
+                         peak_event=requested_peak_at(dt.events, dt.initial_live())[1])
         if tr.format == "lifetimes":
             rep.packing = packing.pack(lifetimes(dt.events), time_budget=pack_seconds, rounds=pack_rounds)
         if replay:
