@@ -120,6 +120,72 @@ def measure(path: Path, pols: list[str], repeats: int = REPEATS) -> list[Row]:
     return rows
 
 
+#: memtune settings swept for the trade-off table (the defaults are one of the cells):
+#: how far reserved may exceed the live peak before free pages are unmapped, and how
+#: much a region maps when it grows -- the two knobs that trade memory for device calls
+TRADEOFF_GRID = {"slack": ("0.02", "0.03", "0.04"), "growth_max": ("20MiB", "64MiB", "128MiB"),
+                 "growth": ("0.0625", "0.03125")}
+#: the memory and device-call targets (replay speed is measured once, above)
+TRADEOFF_TARGETS = ("<= every preset", "<= 1.05 x bound", "<= pytorch-cuda memory", "<= 2x calls")
+
+
+def tradeoff(paths: list[Path], rows: list[Row]) -> list[dict]:
+    """Replay ``memtune`` under every setting of TRADEOFF_GRID on every stream of
+    ``rows`` and judge it against the presets' numbers already in ``rows``."""
+    import itertools
+
+    import memtune
+    from memtune.trace.replay import replay_device
+
+    by_key = {(r.trace, r.device): r for r in rows}
+    combos = [dict(zip(TRADEOFF_GRID, vals)) for vals in itertools.product(*TRADEOFF_GRID.values())]
+    misses: list[list[tuple[Row, str]]] = [[] for _ in combos]
+    for path in paths:
+        trace = memtune.load_trace(path)
+        for dt in trace.devices:
+            row = by_key.get((path.name, dt.device))
+            if row is None:
+                continue
+            dt = dataclasses.replace(dt, settings={})
+            for k, combo in enumerate(combos):
+                r = replay_device(trace, dt, "memtune", settings=combo)
+                probe = Row(row.trace, row.device, row.lower_bound, row.events)
+                probe.results = dict(row.results)
+                probe.results["memtune"] = {
+                    "peak_reserved": r.peak_reserved_bytes, "ratio": r.peak_reserved_bytes / row.lower_bound,
+                    "calls": r.device_allocs + r.device_frees, "seconds": 0.0, "ooms": len(r.ooms)}
+                v = verdicts(probe)
+                misses[k].extend((row, t) for t in TRADEOFF_TARGETS if v[t] == "**no**")
+    return [{"settings": c, "misses": m} for c, m in zip(combos, misses)]
+
+
+def tradeoff_table(cells: list[dict], shared: list[Row], heldout: list[Row]) -> list[str]:
+    from memtune import config
+
+    defaults = {"slack": config.get("MEMTUNE_SLACK"), "growth": config.get("MEMTUNE_GROWTH"),
+                "growth_max": config.get("MEMTUNE_GROWTH_MAX")}
+    held = {id(r) for r in heldout}
+    lines = ["| MEMTUNE_SLACK | MEMTUNE_GROWTH_MAX | MEMTUNE_GROWTH | misses: shared | misses: held-out | "
+             "missed targets |", "|---|---|---|---|---|---|"]
+    for cell in sorted(cells, key=lambda c: len(c["misses"])):
+        st = cell["settings"]
+        from memtune.config.types import Bytes, Float
+
+        is_default = (Float().parse(st["slack"]) == defaults["slack"]
+                      and Bytes().parse(st["growth_max"]) == defaults["growth_max"]
+                      and Float().parse(st["growth"]) == defaults["growth"])
+        ms = cell["misses"]
+        n_shared = sum(1 for r, _t in ms if id(r) not in held)
+        per: dict[str, list[str]] = {}
+        for r, t in ms:
+            per.setdefault(f"{r.trace}" + (f" dev {r.device}" if r.device >= 0 else ""), []).append(t)
+        text = "; ".join(f"{k}: {', '.join(v)}" for k, v in per.items()) or "none"
+        mark = " (default)" if is_default else ""
+        lines.append(f"| {st['slack']}{mark} | {st['growth_max']} | {st['growth']} | {n_shared} | "
+                     f"{len(ms) - n_shared} | {text} |")
+    return lines
+
+
 def comparable(row: Row) -> list[str]:
     """Caching presets that did at least as much work as memtune (a preset that hit
     more out-of-memory failures on a capacity-limited trace served fewer bytes)."""
@@ -152,7 +218,8 @@ def fmt_ratio(x: float) -> str:
     return f"{x:.3f}" if x < 100 else f"{x:.0f}"
 
 
-def render(rows: list[Row], pols: list[str], command: str, seconds: float, heldout: list[Row] = ()) -> str:
+def render(rows: list[Row], pols: list[str], command: str, seconds: float, heldout: list[Row] = (),
+           trade: list[dict] = ()) -> str:
     lines = [
         "# BENCHMARKS: memtune's policy against every allocator preset",
         "",
@@ -220,6 +287,21 @@ def render(rows: list[Row], pols: list[str], command: str, seconds: float, heldo
         lines += policy_table(heldout, pols)
         lines += [""]
         lines += verdict_table(heldout)
+    if trade:
+        n = len(rows) + len(heldout)
+        lines += ["", "## Memory against device calls: memtune's settings", "",
+                  f"`memtune` replayed on every stream above ({n}) under each setting of its two trade-off",
+                  "knobs: MEMTUNE_SLACK (how far reserved may exceed the live peak before free pages are",
+                  "unmapped) and MEMTUNE_GROWTH / MEMTUNE_GROWTH_MAX (how much a region maps when it grows).",
+                  "Each stream is judged on the four memory and call targets above; a miss is one target on one",
+                  "stream. Smaller chunks and a tighter slack track the live bytes closely but cost device calls",
+                  "on a long climb of live bytes; larger ones save calls but overshoot the bound of a workload",
+                  "that peaks within a few chunks. Sorted by misses.", ""]
+        fewest = min(len(c["misses"]) for c in trade)
+        if fewest:
+            lines += [f"No setting in this grid meets every target on every stream; the fewest misses is {fewest}.",
+                      ""]
+        lines += tradeoff_table(list(trade), list(rows), list(heldout))
     return "\n".join(lines) + "\n"
 
 
@@ -284,9 +366,13 @@ def main(quick: bool) -> None:
         for row in got:
             summary = "  ".join(f"{p}={fmt_ratio(r['ratio'])}/{r['calls']}" for p, r in row.results.items())
             print(f"held-out {row.trace} (LB {row.lower_bound}): {summary}", flush=True)
+    t = time.perf_counter()
+    heldout_paths = sorted(p for d in HELDOUT_DIRS for p in d.glob("*.jsonl.gz"))
+    trade = tradeoff(files + heldout_paths, rows + heldout)
+    print(f"settings trade-off: {len(trade)} settings ({time.perf_counter() - t:.1f} s)", flush=True)
     seconds = time.perf_counter() - start
     command = "python benchmarks/run.py policy"
-    text = render(rows, pols, command, seconds, heldout)
+    text = render(rows, pols, command, seconds, heldout, trade)
     if quick:
         print(text)
         return
