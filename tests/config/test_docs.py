@@ -57,3 +57,23 @@ def test_markdown_and_rst_mention_every_variable_and_rule():
 def test_unknown_format_is_a_clear_error():
     with pytest.raises(ConfigError, match="markdown, rst, json"):
         docs.render("html")
+
+
+def test_policy_page_names_declared_variables_with_their_defaults():
+    """docs/policy.md is written by hand: every MEMTUNE_* it names must exist, and its
+    table of trade-off knobs must give the registry's defaults."""
+    import re
+
+    text = (REPO / "docs" / "policy.md").read_text(encoding="utf-8")
+    declared = {v.name for v in config.variables()}
+    named = set(re.findall(r"MEMTUNE_[A-Z_]+", text))
+    assert named and named <= declared, sorted(named - declared)
+    rows = {m[0]: m[1] for m in re.findall(r"^\| `(MEMTUNE_[A-Z_]+)`[^|]* \| ([^|]+) \|", text, re.M)}
+    assert float(rows["MEMTUNE_SLACK"]) == config.get("MEMTUNE_SLACK")
+    assert float(rows["MEMTUNE_TRIM_BUDGET"]) == config.get("MEMTUNE_TRIM_BUDGET")
+    growth, growth_max = (x.strip() for x in rows["MEMTUNE_GROWTH"].split(","))
+    num, den = growth.split("/")
+    assert int(num) / int(den) == config.get("MEMTUNE_GROWTH")
+    from memtune.units import parse_bytes
+
+    assert parse_bytes(growth_max.replace(" ", "")) == config.get("MEMTUNE_GROWTH_MAX")

@@ -8,9 +8,12 @@ allocator can promise. This module:
 * turns a stream of allocations and frees into **tokens** -- ``(alloc, size,
   stream)`` and ``(free, distance)`` where the distance counts events back to
   the matching alloc, so a step's tokens are the same in every step;
-* **detects the period** of the token stream (the smallest ``p`` such that the
-  last ``2p`` tokens repeat, tolerant of any warm-up prefix), or takes the steps
-  between ``Action.MARKER`` events;
+* **finds the step**: online, the smallest period ``p`` such that the last
+  ``PlanSpec.min_repeats x p`` tokens repeat (:func:`suffix_period`); offline
+  (:func:`find_step`, ``memtune plan``), the steps between ``Action.MARKER``
+  events, else the period covering the most of the stream with each free keyed
+  by its block's size instead (:func:`step_tokens`: a free of the previous
+  step's block is then the same token in every step, whatever that step's length);
 * **computes a plan** for the step: every buffer freed within a few steps is
   planned; buffers that outlive a step have several instances live at once, so
   the plan covers as many consecutive steps as needed, each instance with its
