@@ -159,8 +159,11 @@ def tradeoff(paths: list[Path], rows: list[Row]) -> list[dict]:
     return [{"settings": c, "misses": m} for c, m in zip(combos, misses)]
 
 
-def tradeoff_table(cells: list[dict], shared: list[Row], heldout: list[Row]) -> list[str]:
+def tradeoff_table(cells: list[dict], heldout: list[Row]) -> list[str]:
+    """One row per setting, fewest misses first: the misses on the shared and the
+    held-out streams, and which targets each stream missed."""
     from memtune import config
+    from memtune.config.types import Bytes, Float
 
     defaults = {"slack": config.get("MEMTUNE_SLACK"), "growth": config.get("MEMTUNE_GROWTH"),
                 "growth_max": config.get("MEMTUNE_GROWTH_MAX")}
@@ -169,8 +172,6 @@ def tradeoff_table(cells: list[dict], shared: list[Row], heldout: list[Row]) -> 
              "missed targets |", "|---|---|---|---|---|---|"]
     for cell in sorted(cells, key=lambda c: len(c["misses"])):
         st = cell["settings"]
-        from memtune.config.types import Bytes, Float
-
         is_default = (Float().parse(st["slack"]) == defaults["slack"]
                       and Bytes().parse(st["growth_max"]) == defaults["growth_max"]
                       and Float().parse(st["growth"]) == defaults["growth"])
@@ -301,7 +302,7 @@ def render(rows: list[Row], pols: list[str], command: str, seconds: float, heldo
         if fewest:
             lines += [f"No setting in this grid meets every target on every stream; the fewest misses is {fewest}.",
                       ""]
-        lines += tradeoff_table(list(trade), list(rows), list(heldout))
+        lines += tradeoff_table(list(trade), list(heldout))
     return "\n".join(lines) + "\n"
 
 

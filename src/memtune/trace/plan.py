@@ -936,9 +936,9 @@ class PlanReport:
     @property
     def peak_repetition(self) -> int | None:
         """Which repetition of the step holds the live peak: 1..count, 0 before the
-        repeating stretch, count + 1 after it; None without a step. Plan mode serves
-        a step from its plan only after seeing it ``PlanSpec.min_repeats`` times, so a
-        peak up to that repetition is the online policy's in any run."""
+        repeating stretch, count + 1 after it; None without a step. Plan mode plans a
+        step only after seeing it ``PlanSpec.min_repeats`` times, so a peak up to that
+        repetition comes before this step's plan can serve it, however long the run."""
         p, e = self.period, self.peak_event
         if p is None or e is None:
             return None
@@ -1003,8 +1003,8 @@ def analyze(trace, device: int | None = None, policies: Sequence[str] = ("memtun
         if per is not None:
             cov = per.length * per.count / max(1, n)
             plan = make_plan(step, time_budget=pack_seconds, rounds=pack_rounds)
-        rep = PlanReport(tr.source, dt.device, n, per, cov, plan, dt.peak_requested_bytes(),
-                         peak_event=requested_peak_at(dt.events, dt.initial_live())[1])
+        bound, peak_at = requested_peak_at(dt.events, dt.initial_live())
+        rep = PlanReport(tr.source, dt.device, n, per, cov, plan, bound, peak_event=peak_at)
         if tr.format == "lifetimes":
             rep.packing = packing.pack(lifetimes(dt.events), time_budget=pack_seconds, rounds=pack_rounds)
         if replay:
