@@ -401,8 +401,10 @@ class PlanAllocator:
                       for p in (S.SMALL, S.LARGE)}
         self._lock = threading.RLock()
         self._tk = Tokenizer()
-        self._hist: list[int] = []
-        self._hist0 = 0               # event position of _hist[0]
+        # token history, most recent last: a growing buffer, so a period check reads a
+        # view instead of converting a list of up to 8 x max_period tokens each time
+        self._hist = np.empty(min(1024, 8 * spec.max_period), dtype=np.int64)
+        self._hlen = 0
         self._pos = 0
         self._born: dict[int, int] = {}   # address -> alloc position (every live block)
         self._next_check = spec.min_period * 2
@@ -415,6 +417,7 @@ class PlanAllocator:
         self._failed: set[int] = set()
         self._arena_bytes = 0
         self._online_seen = (0, 0, 0, 0, 0, 0)  # online stats already folded in (see _sync_reserved)
+        self._online_quick: tuple[int, ...] = ()
         self._own_calls = [0, 0]
         self.plans_made = 0
         self.deviations = 0
@@ -428,7 +431,15 @@ class PlanAllocator:
     def _sync_reserved(self) -> None:
         """Fold the online allocator's reserved bytes, segments and device calls (per
         pool) into our statistics, which also count the arenas."""
-        ost = self.online.stats
+        on = self.online
+        ost = on.stats
+        # the hot path: nothing changed unless reserved bytes or a device-call count did
+        # (a segment comes and goes only with a device call; a warm start's restore
+        # leaves the call counts as they were but changes reserved bytes)
+        quick = (on._reserved, ost.num_device_alloc, ost.num_device_free, ost.num_ooms)
+        if quick == self._online_quick:
+            return
+        self._online_quick = quick
         now = (ost.current(S.RESERVED_BYTES, S.SMALL), ost.current(S.RESERVED_BYTES, S.LARGE),
                ost.current(S.SEGMENT, S.SMALL), ost.current(S.SEGMENT, S.LARGE),
                ost.num_device_alloc, ost.num_device_free)
@@ -462,13 +473,19 @@ class PlanAllocator:
 
     def _token(self, key: tuple) -> int:
         t = self._tk.id(key)
-        self._hist.append(t)
-        # keep the history bounded: 4 longest periods is plenty
-        limit = 4 * self.spec.max_period
-        if len(self._hist) > 2 * limit:
-            drop = len(self._hist) - limit
-            del self._hist[:drop]
-            self._hist0 += drop
+        n, buf = self._hlen, self._hist
+        if n == len(buf):
+            # keep the history bounded: 4 longest periods is plenty
+            limit = 4 * self.spec.max_period
+            if n >= 2 * limit:
+                buf[:limit] = buf[n - limit:n]
+                n = limit
+            else:
+                grown = np.empty(min(2 * n, 2 * limit), dtype=np.int64)
+                grown[:n] = buf
+                self._hist = buf = grown
+        buf[n] = t
+        self._hlen = n + 1
         return t
 
     # ------------------------------------------------------------ learning
@@ -481,11 +498,12 @@ class PlanAllocator:
             # serve a repeating step with no device call and no waste; a plan would free
             # them (device calls) for an arena of its own
             return
-        hist = np.asarray(self._hist, dtype=np.int64)
+        hist = self._hist[:self._hlen]
         p = suffix_period(hist, self.spec.min_period, self.spec.max_period, self.spec.min_repeats)
         if p is None:
             return
-        keys = [self._tk.keys[t] for t in self._hist[len(self._hist) - p:]]
+        known = self._tk.keys
+        keys = [known[t] for t in hist[len(hist) - p:].tolist()]
         if not any(k[0] == ALLOC for k in keys):
             return
         # the same step found at another phase is the same step: a rotation-free signature
