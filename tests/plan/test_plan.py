@@ -219,6 +219,28 @@ def test_plan_allocator_serves_later_steps_from_the_plan_and_falls_back_on_devia
         a.free(x)
 
 
+def test_the_learning_history_stays_bounded_and_learning_works_after_it_is_cut():
+    """Plan mode keeps at most 8 x max_period tokens of history, dropping the oldest half
+    when full: a long aperiodic stretch costs bounded memory, and a step that follows it
+    is still learned from the history that remains."""
+    import random
+
+    rng = random.Random(5)
+    spec = PlanSpec(online=ArenaSpec(page=64 * KiB), max_period=16, check_every=4)
+    a = PlanAllocator(spec, SimulatedDevice(1 << 40))
+    noise = []
+    for i in range(400):  # alloc/free pairs of random sizes: no period
+        noise += [Event(Action.ALLOC, 10**9 + i, rng.randint(1, 900) * KiB), Event(Action.FREE, 10**9 + i)]
+    drive(a, noise)
+    assert a.plans_made == 0
+    held = drive(a, training(12))
+    assert a.plans_made >= 1 and a.planned_allocs > 0
+    assert a._hist.size <= 8 * spec.max_period  # the buffer never outgrew its bound
+    assert not live_overlaps(a)
+    for x in held.values():
+        a.free(x)
+
+
 def test_plan_mode_reserves_close_to_the_step_bound_once_learned():
     """In steady state memtune-plan's reserved memory is the arena plus what the online
     policy still holds: within a few pages of the live peak."""
