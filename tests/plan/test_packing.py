@@ -3,6 +3,8 @@ below the lower bound, and close to it on real lifetime tables."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -101,6 +103,37 @@ def test_cyclic_packing_is_valid_over_repeated_cycles(intervals):
     mid = [(a, b, s) for a, b, s in unrolled]
     live = max([sum(s for a, b, s in mid if a <= t < b) for t in range(length, 2 * length)] or [0])
     assert p.lower_bound == live
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(cyclic_interval, min_size=1, max_size=30), st.integers(0, 3))
+def test_cyclic_improvement_rounds_keep_the_packing_valid_and_never_worse(intervals, seed):
+    """The improvement rounds only keep a packing that lowers the peak, and a given
+    number of rounds gives the same packing whatever the time budget."""
+    length = 40
+    base = packing.pack_cyclic(intervals, length, alignment=8)
+    better = packing.pack_cyclic(intervals, length, alignment=8, time_budget=60.0, rounds=30, seed=seed)
+    assert base.lower_bound == better.lower_bound <= better.peak <= base.peak
+    unrolled = [(k * length + a, k * length + b, s) for k in range(3) for a, b, s in intervals]
+    offsets = [int(o) for _k in range(3) for o in better.offsets]
+    assert packing.conflicts(unrolled, offsets) == []
+    again = packing.pack_cyclic(intervals, length, alignment=8, time_budget=30.0, rounds=30, seed=seed)
+    assert again.peak == better.peak and list(again.offsets) == list(better.offsets)
+
+
+def test_cyclic_improvement_reaches_the_bound_where_the_greedy_orders_miss_it():
+    """A measured case: one step of the bundled MLP trace (two steps unrolled, buffers
+    across the cut). Every greedy order stops 2.4 % above the bound; one improvement
+    round gets within 0.3 %."""
+    from memtune.trace.plan import find_step, make_plan
+    import memtune
+
+    trace = memtune.load_trace(Path(memtune.__file__).parent / "data" / "traces" / "mlp-train.jsonl.gz")
+    _per, template = find_step(trace.devices[0].events, 4)
+    greedy = make_plan(template, rounds=0)
+    improved = make_plan(template, time_budget=60.0, rounds=1)
+    assert greedy.ratio > 1.02
+    assert improved.ratio < 1.003 and improved.packing.method.endswith("-improved")
 
 
 def test_cyclic_packing_rejects_bad_buffers():

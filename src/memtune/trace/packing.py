@@ -359,20 +359,29 @@ def read_lifetimes_csv(path: str | Path) -> list[Interval]:
     return out
 
 
-def pack_cyclic(intervals: Iterable[Sequence[int]], length: int, *, alignment: int = 1) -> Packing:
+def pack_cyclic(intervals: Iterable[Sequence[int]], length: int, *, alignment: int = 1, time_budget: float = 0.0,
+                rounds: int | None = 0, seed: int = 0) -> Packing:
     """Pack buffers on a cycle of ``length`` time units (a repeating step).
 
     ``(start, end, size)`` with ``0 <= start < length`` and ``end - start <= length``;
     an ``end`` past ``length`` wraps around: the buffer is live on ``[start, length)``
-    and ``[0, end - length)`` of every cycle, at one offset. Greedy best fit, largest
-    first, over the union of each buffer's live parts. The lower bound is the peak
-    of live bytes around the cycle.
+    and ``[0, end - length)`` of every cycle, at one offset. Greedy placement over the
+    union of each buffer's live parts, in a few orders (largest first, longest first,
+    largest area first, in time order) and with two rules (best fit: the smallest gap
+    that holds the buffer; lowest offset): the best result wins. Then, as in
+    :func:`pack`, up to ``rounds`` improvement rounds (None = as many as fit) within
+    ``time_budget`` seconds perturb the winning order (swaps; the buffers that reach
+    the peak placed earlier) and keep what lowers the peak. The lower bound is the
+    peak of live bytes around the cycle.
     """
     t0 = time.perf_counter()
     arr = np.asarray(list(intervals), dtype=np.int64).reshape(-1, 3)
     n = len(arr)
     if alignment < 1:
         raise ValueError(f"packing alignment must be a positive number of bytes; got {alignment}")
+    if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 0):
+        raise ValueError(f"packing rounds must be None (as many as the time budget allows) or an int >= 0; "
+                         f"got {rounds!r}")
     start, end, req = arr[:, 0], arr[:, 1], arr[:, 2]
     if n and ((start < 0) | (start >= length) | (end <= start) | (end - start > length) | (req < 0)).any():
         i = int(np.flatnonzero((start < 0) | (start >= length) | (end <= start) | (end - start > length) | (req < 0))[0])
@@ -388,8 +397,64 @@ def pack_cyclic(intervals: Iterable[Sequence[int]], length: int, *, alignment: i
     np.add.at(delta, lo2, np.where(wrap, req, 0))
     np.add.at(delta, hi2, np.where(wrap, -req, 0))
     lb = int(np.cumsum(delta[:length]).max()) if n else 0
+    if not n:
+        return Packing(np.zeros(0, dtype=np.int64), 0, lb, "cyclic-best-fit", time.perf_counter() - t0)
+    # no packing of the aligned sizes beats their live peak around the cycle
+    np.add.at(delta, lo1, size - req)
+    np.add.at(delta, hi1, req - size)
+    np.add.at(delta, lo2, np.where(wrap, size - req, 0))
+    np.add.at(delta, hi2, np.where(wrap, req - size, 0))
+    floor = max(lb, int(np.cumsum(delta[:length]).max()))
+    dur = end - start
+    orders = {"size": np.lexsort((start, -dur, -size)), "duration": np.lexsort((start, -size, -dur)),
+              "area": np.lexsort((start, -size, -(size * dur))), "time": np.lexsort((-size, start))}
+    tried: dict[str, int] = {}
+    best_peak, best_off, method, order, best_fit = None, None, "", orders["size"], True
+    for kind, cand in orders.items():
+        for rule in ("best-fit", "lowest-offset"):
+            off = _place_cyclic(cand, lo1, hi1, lo2, hi2, size, best_fit=rule == "best-fit")
+            peak = int((off + size).max())
+            m = f"cyclic-{rule}" if kind == "size" else f"cyclic-{rule}-by-{kind}"
+            tried[m] = peak
+            if best_peak is None or peak < best_peak:
+                best_peak, best_off, method, order, best_fit = peak, off, m, cand, rule == "best-fit"
+            if peak <= floor:
+                break
+        if best_peak <= floor:
+            break
+    assert best_off is not None and best_peak is not None
+    rng = np.random.default_rng(seed)
+    step = 0
+    while best_peak > floor and (rounds is None or step < rounds) and time.perf_counter() - t0 < time_budget:
+        step += 1
+        cand = order.copy()
+        if step % 2:
+            # swap a few buffers anywhere in the order
+            for _ in range(int(rng.integers(1, 6))):
+                a, b = rng.integers(0, n, 2)
+                cand[a], cand[b] = cand[b], cand[a]
+        else:
+            # place a few of the buffers that reach the peak earlier
+            top = np.flatnonzero(best_off + size >= best_peak - (best_peak - floor) // 2)
+            pos = np.flatnonzero(np.isin(cand, rng.choice(top, size=min(top.size, 3), replace=False)))
+            for k in pos:
+                j = int(rng.integers(0, k + 1))
+                cand[j:k + 1] = np.roll(cand[j:k + 1], 1)
+        off = _place_cyclic(cand, lo1, hi1, lo2, hi2, size, best_fit=best_fit)
+        peak = int((off + size).max())
+        if peak < best_peak:
+            best_peak, best_off, order = peak, off, cand
+            method = method if method.endswith("-improved") else f"{method}-improved"
+    tried.setdefault(method, best_peak)
+    return Packing(best_off, best_peak, lb, method, time.perf_counter() - t0, tried, step)
+
+
+def _place_cyclic(order: np.ndarray, lo1: np.ndarray, hi1: np.ndarray, lo2: np.ndarray, hi2: np.ndarray,
+                  size: np.ndarray, *, best_fit: bool) -> np.ndarray:
+    """Offsets from placing buffers in ``order``: each in the smallest gap below the
+    buffers it overlaps in time that holds it (best fit) or the lowest such gap."""
+    n = len(size)
     off = np.zeros(n, dtype=np.int64)
-    order = np.lexsort((start, -(end - start), -size))
     placed = np.zeros(n, dtype=bool)
     for i in order:
         a1, b1, a2, b2, sz = lo1[i], hi1[i], lo2[i], hi2[i], size[i]
@@ -406,8 +471,12 @@ def pack_cyclic(intervals: Iterable[Sequence[int]], length: int, *, alignment: i
             prev = np.concatenate(([0], reach[:-1]))
             gap = so - prev
             fit = np.flatnonzero(gap >= sz)
-            o = int(prev[fit[np.argmin(gap[fit])]]) if fit.size else int(reach[-1])
+            if not fit.size:
+                o = int(reach[-1])
+            elif best_fit:
+                o = int(prev[fit[np.argmin(gap[fit])]])
+            else:
+                o = int(prev[fit[0]])
         off[i] = o
         placed[i] = True
-    peak = int((off + size).max()) if n else 0
-    return Packing(off, peak, lb, "cyclic-best-fit", time.perf_counter() - t0)
+    return off

@@ -41,6 +41,7 @@ allocator can promise. This module:
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Sequence
@@ -310,9 +311,14 @@ def make_plan(template: Sequence[tuple], alignment: int = 512, time_budget: floa
     if intervals:
         # two packings, the better one wins: the linear packer with buffers alive across
         # the cut held for the whole cycle, and a cyclic best fit that packs them exactly
-        pk = packing.pack(intervals, alignment=alignment, time_budget=time_budget, rounds=rounds)
-        if any(e > length for _s, e, _z in cyclic):
-            pc = packing.pack_cyclic(cyclic, length, alignment=alignment)
+        t0 = time.perf_counter()
+        wraps = any(e > length for _s, e, _z in cyclic)
+        # with buffers across the cut, the cyclic packer gets what the linear one leaves
+        pk = packing.pack(intervals, alignment=alignment, time_budget=time_budget / 2 if wraps else time_budget,
+                          rounds=rounds)
+        if wraps:
+            pc = packing.pack_cyclic(cyclic, length, alignment=alignment,
+                                     time_budget=max(0.0, time_budget - (time.perf_counter() - t0)), rounds=rounds)
             if pc.peak < pk.peak:
                 pk = pc
         offsets = {a: int(o) for (a, _d, _s), o in zip(inst, pk.offsets)}
