@@ -282,9 +282,11 @@ def render(rows: list[Row], pols: list[str], command: str, seconds: float, heldo
                   "CPU training runs captured with memtune's own recorder by `scripts/capture_demo_traces.py`:",
                   "the demo set bundled in `src/memtune/data/traces` and the held-out set in `benchmarks/heldout`",
                   "(`--heldout`). The held-out set was captured after memtune's settings were fixed, and nothing",
-                  "was chosen by looking at it; the demo set informed one rule (when the tiny phase ends). Small",
-                  "workloads (tens of MiB) are a few 2 MiB pages, so page granularity alone can cost more than",
-                  "5 % there.", ""]
+                  "was chosen by looking at it; the demo set informed one rule (when the tiny phase ends). A",
+                  "second held-out set (resnet, lstm-varlen, unet, gpt-accum, encoder-serve: other model families,",
+                  "batch shapes that change every step, gradient accumulation, inference) was captured after the",
+                  "first set's results were reported and measured once as it came. Small workloads (tens of MiB)",
+                  "are a few 2 MiB pages, so page granularity alone can cost more than 5 % there.", ""]
         lines += policy_table(heldout, pols)
         lines += [""]
         lines += verdict_table(heldout)

@@ -147,6 +147,144 @@ def vit_train() -> float:
     return _train(model, batch, 3, nn.functional.cross_entropy, opt)
 
 
+def resnet_train() -> float:
+    """ResNet-style CNN (stem + 3 stages of 2 residual blocks, 32-64-128 channels, BatchNorm,
+    64x64 RGB, batch 32), SGD momentum with weight decay, 3 steps."""
+    torch.manual_seed(0)
+
+    class Block(nn.Module):
+        def __init__(self, cin: int, cout: int, stride: int) -> None:
+            super().__init__()
+            self.body = nn.Sequential(nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(),
+                                      nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout))
+            self.skip = (nn.Identity() if stride == 1 and cin == cout else
+                         nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout)))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.relu(self.body(x) + self.skip(x))
+
+    layers: list[nn.Module] = [nn.Conv2d(3, 32, 3, 1, 1, bias=False), nn.BatchNorm2d(32), nn.ReLU()]
+    cin = 32
+    for cout, stride in ((32, 1), (64, 2), (128, 2)):
+        layers += [Block(cin, cout, stride), Block(cout, cout, 1)]
+        cin = cout
+    model = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(128, 100))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4)
+    gen = torch.Generator().manual_seed(7)
+    batch = lambda: (torch.randn(32, 3, 64, 64, generator=gen), torch.randint(0, 100, (32,), generator=gen))  # noqa: E731
+    return _train(model, batch, 3, nn.functional.cross_entropy, opt)
+
+
+def lstm_varlen_train() -> float:
+    """LSTM text classifier (embedding 10000x128, LSTM 512, batch 64) whose sequence length
+    changes every step (30-90 tokens: no two steps alike), Adam, 6 steps."""
+    torch.manual_seed(0)
+
+    class Classifier(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(10000, 128)
+            self.rnn = nn.LSTM(128, 512, batch_first=True)
+            self.head = nn.Linear(512, 5)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.head(self.rnn(self.emb(x))[0][:, -1])
+
+    model = Classifier()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    gen = torch.Generator().manual_seed(8)
+
+    def batch() -> tuple[torch.Tensor, torch.Tensor]:
+        length = int(torch.randint(30, 91, (1,), generator=gen))
+        return torch.randint(0, 10000, (64, length), generator=gen), torch.randint(0, 5, (64,), generator=gen)
+
+    return _train(model, batch, 6, nn.functional.cross_entropy, opt)
+
+
+def unet_train() -> float:
+    """U-Net (encoder 32-64-128, bottleneck 256, decoder with transposed convolutions and
+    skip concatenations, 96x96 RGB, batch 16) regressing an image, AdamW, 3 steps."""
+    torch.manual_seed(0)
+
+    def double(cin: int, cout: int) -> nn.Sequential:
+        return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), nn.ReLU(), nn.Conv2d(cout, cout, 3, padding=1), nn.ReLU())
+
+    class UNet(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.down = nn.ModuleList([double(3, 32), double(32, 64), double(64, 128)])
+            self.mid = double(128, 256)
+            self.up = nn.ModuleList([nn.ConvTranspose2d(256, 128, 2, 2), nn.ConvTranspose2d(128, 64, 2, 2),
+                                     nn.ConvTranspose2d(64, 32, 2, 2)])
+            self.dec = nn.ModuleList([double(256, 128), double(128, 64), double(64, 32)])
+            self.out = nn.Conv2d(32, 3, 1)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            skips = []
+            for d in self.down:
+                x = d(x)
+                skips.append(x)
+                x = nn.functional.max_pool2d(x, 2)
+            x = self.mid(x)
+            for up, dec, skip in zip(self.up, self.dec, reversed(skips)):
+                x = dec(torch.cat([up(x), skip], 1))
+            return self.out(x)
+
+    model = UNet()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    gen = torch.Generator().manual_seed(9)
+    batch = lambda: (torch.randn(16, 3, 96, 96, generator=gen), torch.randn(16, 3, 96, 96, generator=gen))  # noqa: E731
+    return _train(model, batch, 3, nn.functional.mse_loss, opt)
+
+
+def gpt_accum_train() -> float:
+    """Decoder-only causal transformer (4 layers, d_model 256, 8 heads, vocabulary 8000,
+    128 tokens, batch 8) with gradient accumulation over 2 micro-batches, AdamW, 3 steps."""
+    torch.manual_seed(0)
+
+    class GPT(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.tok = nn.Embedding(8000, 256)
+            self.pos = nn.Parameter(torch.zeros(128, 256))
+            layer = nn.TransformerEncoderLayer(256, 8, 1024, dropout=0.0, batch_first=True, norm_first=True)
+            self.blocks = nn.TransformerEncoder(layer, 4, enable_nested_tensor=False)
+            self.head = nn.Linear(256, 8000)
+            self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(128))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            h = self.blocks(self.tok(x) + self.pos, mask=self.mask, is_causal=True)
+            return self.head(h).reshape(-1, 8000)
+
+    model = GPT()
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
+    gen = torch.Generator().manual_seed(10)
+    total = 0.0
+    for _ in range(3):
+        opt.zero_grad(set_to_none=True)
+        for _micro in range(2):
+            x = torch.randint(0, 8000, (8, 129), generator=gen)
+            loss = nn.functional.cross_entropy(model(x[:, :-1]), x[:, 1:].reshape(-1)) / 2
+            loss.backward()
+            total += loss.item()
+        opt.step()
+    return total
+
+
+def encoder_serve() -> float:
+    """Inference only: a BERT-small-sized encoder (4 layers, d_model 256, 4 heads) serving
+    requests of changing batch size and length under torch.no_grad(), 8 requests."""
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(256, 4, 1024, batch_first=True)
+    model = nn.Sequential(nn.TransformerEncoder(layer, 4, enable_nested_tensor=False), nn.Linear(256, 2)).eval()
+    gen = torch.Generator().manual_seed(11)
+    total = 0.0
+    with torch.no_grad():
+        for batch, length in ((1, 32), (16, 256), (4, 64), (64, 128), (8, 512), (2, 16), (64, 256), (32, 512)):
+            total += float(model(torch.randn(batch, length, 256, generator=gen)).sum())
+    return total
+
+
 WORKLOADS: dict[str, Callable[[], float]] = {
     "mlp-train": mlp_train,
     "cnn-train": cnn_train,
@@ -157,6 +295,13 @@ HELDOUT: dict[str, Callable[[], float]] = {
     "gru-lm-train": gru_lm_train,
     "vgg-train": vgg_train,
     "vit-train": vit_train,
+    # a second set, captured after the first set's results were reported and never used to tune
+    # memtune either: other model families, steps that change shape, and inference
+    "resnet-train": resnet_train,
+    "lstm-varlen-train": lstm_varlen_train,
+    "unet-train": unet_train,
+    "gpt-accum-train": gpt_accum_train,
+    "encoder-serve": encoder_serve,
 }
 
 

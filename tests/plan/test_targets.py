@@ -37,7 +37,26 @@ def test_the_held_out_traces_are_in_the_repository():
     """They are part of the repository, so every target below runs on them everywhere;
     a lost file would otherwise only shrink the parametrization."""
     assert set(HELDOUT) >= {"cnn-train.jsonl.gz", "mlp-train.jsonl.gz", "transformer-train.jsonl.gz",
-                            "gru-lm-train.jsonl.gz", "vgg-train.jsonl.gz", "vit-train.jsonl.gz"}
+                            "gru-lm-train.jsonl.gz", "vgg-train.jsonl.gz", "vit-train.jsonl.gz",
+                            *SECOND_SET}
+
+#: The second held-out set (scripts/capture_demo_traces.py), captured after the first
+#: set's results were reported and measured once as it came: nothing in memtune was
+#: changed after seeing it. Two of its runs change shape from step to step.
+SECOND_SET = ("resnet-train.jsonl.gz", "lstm-varlen-train.jsonl.gz", "unet-train.jsonl.gz",
+              "gpt-accum-train.jsonl.gz", "encoder-serve.jsonl.gz")
+#: An inference server whose requests change batch size and length (encoder-serve):
+#: each layer's attention blocks (64-128 MiB) land where the previous layer's do not
+#: fit, so memtune unmaps and maps again and again until its device-call budget is
+#: spent, before the largest request comes. Measured: 1.363 x the bound with 99 calls
+#: (pytorch-cuda 19); with no unmaps at all also 1.363, with 23 calls; with an
+#: unlimited budget 1.022 with 144 calls.
+SERVING = "requests of changing shape: the unmap budget is spent on churn before the largest request"
+#: A U-Net (unet-train): skip connections keep encoder activations alive while the
+#: decoder's larger blocks come and go. Measured: 1.062 with 83 calls (pytorch-cuda 24);
+#: with no unmaps 1.119 with 36 calls.
+UNET = "skip connections: 1.062 x the bound with 83 calls; 1.119 with 36 calls and no unmaps"
+
 
 def traces(misses: dict[str, str] | None = None) -> list:
     """Every shared and held-out trace as a test parameter; ``misses`` (name -> why)
@@ -115,8 +134,9 @@ def test_memtune_reserves_no_more_than_any_caching_preset(trace_results, name):
     assert not bad, "; ".join(bad)
 
 
-@pytest.mark.parametrize("name", traces({n: SMALL for n in ("cnn-train.jsonl.gz", "mlp-train.jsonl.gz",
-                                                           "transformer-train.jsonl.gz")}))
+@pytest.mark.parametrize("name", traces({
+    **{n: SMALL for n in ("cnn-train.jsonl.gz", "mlp-train.jsonl.gz", "transformer-train.jsonl.gz")},
+    "encoder-serve.jsonl.gz": f"{SERVING} (1.363)", "unet-train.jsonl.gz": UNET}))
 def test_memtune_within_5_percent_of_the_lower_bound(trace_results, name):
     bad = []
     for device, lb, per in trace_results(name):
@@ -149,7 +169,8 @@ CALLS_KNOWN_MISSES = {"lifetimes-pangu-2.6b.csv"}
 @pytest.mark.parametrize("name", traces({
     **{n: "device calls vs memory trade-off on PanGu" for n in CALLS_KNOWN_MISSES},
     "mlp-train.jsonl.gz": f"{SMALL}; memtune 14 device calls, pytorch-cuda 4",
-    "vgg-train.jsonl.gz": "memtune 52 device calls, pytorch-cuda 19"}))
+    "vgg-train.jsonl.gz": "memtune 52 device calls, pytorch-cuda 19",
+    "encoder-serve.jsonl.gz": f"{SERVING} (99 calls, pytorch-cuda 19)", "unet-train.jsonl.gz": UNET}))
 def test_memtune_device_calls_at_most_twice_pytorch_cuda(trace_results, name):
     bad = []
     for device, _lb, per in trace_results(name):
@@ -169,7 +190,27 @@ def _steps(name: str):
 
 #: Training steps each held-out run records (scripts/capture_demo_traces.py).
 RECORDED_STEPS = {"mlp-train.jsonl.gz": 8, "cnn-train.jsonl.gz": 5, "transformer-train.jsonl.gz": 3,
-                  "gru-lm-train.jsonl.gz": 4, "vgg-train.jsonl.gz": 3, "vit-train.jsonl.gz": 3}
+                  "gru-lm-train.jsonl.gz": 4, "vgg-train.jsonl.gz": 3, "vit-train.jsonl.gz": 3,
+                  "resnet-train.jsonl.gz": 3, "unet-train.jsonl.gz": 3,
+                  # an optimizer step of two accumulated micro-batches is one step, not two
+                  "gpt-accum-train.jsonl.gz": 3}
+
+
+@pytest.mark.parametrize("name", ["lstm-varlen-train.jsonl.gz", "encoder-serve.jsonl.gz"])
+def test_no_step_is_claimed_where_the_shapes_change_every_step(name):
+    """A run whose batch shapes change from step to step has no repeating step: what
+    repeats covers a sliver of it, so plan mode's targets do not apply there."""
+    (rep,) = _steps(name)
+    assert rep.period is None or rep.coverage < 0.5, (rep.period, rep.coverage)
+
+
+@pytest.mark.parametrize("name", sorted(RECORDED_STEPS))
+def test_plan_packs_the_step_of_every_held_out_run_within_2_percent(name):
+    """The packed arena of the detected step is within 1.02 x the peak of that step's
+    planned live bytes on the held-out runs too (their steps are MiBs: no granularity case)."""
+    (rep,) = _steps(name)
+    assert rep.plan.lower_bound >= MIN_MEANINGFUL_BOUND
+    assert rep.plan.lower_bound <= rep.plan.arena <= 1.02 * rep.plan.lower_bound
 
 
 @pytest.mark.parametrize("name", sorted(RECORDED_STEPS))
@@ -202,14 +243,15 @@ def test_plan_packs_every_repeating_step_within_2_percent(shared_traces_dir):
     assert not bad, "; ".join(bad)
 
 
-#: These held-out runs have 3-4 steps, and live bytes peak in the first repetition of
+#: These held-out runs have 3-8 steps, and live bytes peak in the first repetition of
 #: the step (after the optimizer's state appears), which plan mode serves online
-#: while it learns: the whole run then peaks where ``memtune`` does.
+#: while it learns: the whole run then peaks where the online policy puts it.
 EARLY_PEAK = "the peak falls in the first repeated step, served online while plan mode learns"
 
 
 @pytest.mark.parametrize("name", ["cnn-train.jsonl.gz", "mlp-train.jsonl.gz", "transformer-train.jsonl.gz",
-                                  "gru-lm-train.jsonl.gz", "vit-train.jsonl.gz"])
+                                  "gru-lm-train.jsonl.gz", "vit-train.jsonl.gz", "resnet-train.jsonl.gz",
+                                  "unet-train.jsonl.gz", "gpt-accum-train.jsonl.gz"])
 def test_the_whole_run_plan_misses_peak_before_the_step_can_be_planned(name):
     """The reason given for the whole-run misses below is a measured fact: live bytes
     first peak in a repetition of the step that plan mode cannot have planned yet."""
@@ -225,6 +267,9 @@ def test_the_whole_run_plan_misses_peak_before_the_step_can_be_planned(name):
     "transformer-train.jsonl.gz": f"{SMALL}; {EARLY_PEAK} (1.068, as memtune)",
     "gru-lm-train.jsonl.gz": f"{EARLY_PEAK} (1.028, as memtune)",
     "vit-train.jsonl.gz": f"{EARLY_PEAK} (1.024; memtune 1.013)",
+    "resnet-train.jsonl.gz": f"{EARLY_PEAK} (1.023; memtune 1.036)",
+    "unet-train.jsonl.gz": f"{EARLY_PEAK} (1.043; memtune 1.062)",
+    "gpt-accum-train.jsonl.gz": f"{EARLY_PEAK} (1.022; memtune 1.046)",
 }))
 def test_whole_run_plan_mode_within_2_percent_where_a_step_repeats(trace_results, name):
     """Where a step repeats over at least half of a device's events, the whole
