@@ -258,14 +258,8 @@ def render(rows: list[Row], pols: list[str], command: str, seconds: float, heldo
                   "online and what the online policy holds beside the arena; it is repeated in the last column",
                   "(issue 6 target: <= 1.02 where a step repeats). Plan mode learns a step once it has seen it",
                   "three times, so a step repeated fewer times is served online throughout. A ratio on a bound",
-                  "below 64 KiB measures the 512 B allocation granularity, not packing.", "",
-                  "| trace | device | step (events) | repeats over | step arena / step bound | whole run: memtune-plan / bound |",
-                  "|---|---|---|---|---|---|"]
-        for r in planned:
-            pl = r.plan
-            whole = r.results.get("memtune-plan", {}).get("ratio", float("nan"))
-            lines.append(f"| {r.trace} | {r.device} | {pl['length']} x {pl['count']} | {100 * pl['coverage']:.0f}% "
-                         f"of events | {pl['ratio']:.4f} ({format_bytes(pl['arena'])}) | {fmt_ratio(whole)} |")
+                  "below 64 KiB measures the 512 B allocation granularity, not packing.", ""]
+        lines += plan_table(planned)
     packed = [r for r in rows if r.packing]
     if packed:
         lines += ["", "## Best static packing of the lifetime tables", "",
@@ -290,6 +284,11 @@ def render(rows: list[Row], pols: list[str], command: str, seconds: float, heldo
         lines += policy_table(heldout, pols)
         lines += [""]
         lines += verdict_table(heldout)
+        planned = [r for r in heldout if r.plan]
+        if planned:
+            lines += ["", "Plan mode on the held-out runs whose step repeats (as above; the runs whose shapes change",
+                      "every step have none):", ""]
+            lines += plan_table(planned)
     if trade:
         n = len(rows) + len(heldout)
         lines += ["", "## Memory against device calls: memtune's settings", "",
@@ -306,6 +305,20 @@ def render(rows: list[Row], pols: list[str], command: str, seconds: float, heldo
                       ""]
         lines += tradeoff_table(list(trade), list(heldout))
     return "\n".join(lines) + "\n"
+
+
+def plan_table(rows: list[Row]) -> list[str]:
+    """The step each stream repeats, its packed arena and the whole-run memtune-plan ratio."""
+    from memtune.units import format_bytes
+
+    lines = ["| trace | device | step (events) | repeats over | step arena / step bound | "
+             "whole run: memtune-plan / bound |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        pl = r.plan
+        whole = r.results.get("memtune-plan", {}).get("ratio", float("nan"))
+        lines.append(f"| {r.trace} | {r.device} | {pl['length']} x {pl['count']} | {100 * pl['coverage']:.0f}% "
+                     f"of events | {pl['ratio']:.4f} ({format_bytes(pl['arena'])}) | {fmt_ratio(whole)} |")
+    return lines
 
 
 def policy_table(rows: list[Row], pols: list[str]) -> list[str]:
