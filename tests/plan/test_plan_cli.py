@@ -109,3 +109,14 @@ def test_the_live_peak_position_is_its_first_alloc_and_the_repetition_follows_th
     per = Period(start=10, length=20, count=3)
     assert [rep(e, per) for e in (0, 9, 10, 29, 30, 69, 70, 99)] == [0, 0, 1, 1, 2, 3, 4, 4]
     assert rep(5, None) is None and rep(None, per) is None
+
+
+def test_plan_does_not_call_a_sliver_of_the_run_a_step(capsys):
+    """Where what repeats covers little of the run (batch shapes change every step),
+    memtune plan says so instead of placing the live peak relative to that pattern."""
+    from pathlib import Path
+
+    trace = Path(__file__).resolve().parents[2] / "benchmarks" / "heldout" / "lstm-varlen-train.jsonl.gz"
+    assert main(["plan", str(trace), "--no-replay"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "no step repeats over most of this run" in out and "live bytes peak" not in out

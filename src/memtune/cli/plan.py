@@ -77,6 +77,9 @@ def peak_note(r) -> str | None:
     k, per = r.peak_repetition, r.period
     if k is None or per is None:
         return None
+    if r.coverage < 0.5:
+        return (f"what repeats ({per.length} events x{per.count}) covers {100 * r.coverage:.0f}% of the events: no "
+                "step repeats over most of this run (do its shapes change?), so plan mode has little to plan.")
     head = f"live bytes peak at event {r.peak_event}"
     before = "so the run's peak reserved is set before a plan of this step can serve it"
     if k == 0:
