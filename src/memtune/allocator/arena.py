@@ -307,15 +307,7 @@ class ArenaAllocator(AllocatorBase):
                 "virtual memory (reserve_address_space/map/unmap); use a SimulatedDevice"
             )
         super().__init__(spec, device, env_verbose)
-        v = self.stats.v
-        # active == allocated here (no block is split off a larger one): share the rows
-        for q in (0, _SMALL, _LARGE):
-            v[S.ACTIVE * 3 + q] = v[S.ALLOCATION * 3 + q]
-            v[S.ACTIVE_BYTES * 3 + q] = v[S.ALLOCATED_BYTES * 3 + q]
-        #: per pool, the [current, peak, allocated, freed] rows a malloc/free updates
-        self._rows = {p: tuple(v[stat * 3 + q] for stat in (S.ALLOCATION, S.ALLOCATED_BYTES, S.REQUESTED_BYTES)
-                               for q in (0, p))
-                      for p in (_SMALL, _LARGE)}
+        self.stats = S.Stats(active_is_allocated=True)  # no block is split off a larger one
         self._regions: dict[tuple[int, int], _Region] = {}
         self._region_at: SortedDict = SortedDict()  # base -> region
         # tiny phase (peak live below one page): exact device allocations, cached by size
@@ -383,14 +375,7 @@ class ArenaAllocator(AllocatorBase):
         if live > self._peak_live:
             self._peak_live = live
             self._peak_clock = self._clock
-        # allocation (= active), allocated_bytes (= active_bytes), requested_bytes,
-        # for all and the pool, updated inline: this is the hot path
-        for a, amount in zip(self._rows[pool], (1, 1, rounded, rounded, orig, orig)):
-            c = a[0] + amount
-            a[0] = c
-            if c > a[1]:
-                a[1] = c
-            a[2] += amount
+        self.stats.on_alloc(pool, rounded, orig)
         if self._listeners or self._vmask:
             self._emit(EventKind.ALLOCATED if mapped_new else EventKind.RECYCLED, addr, rounded, region.stream,
                        orig, pool)
@@ -685,10 +670,7 @@ class ArenaAllocator(AllocatorBase):
             self._live_bytes -= b.size
             self._frees += 1
             p = region.pool
-            size = b.size
-            for a, amount in zip(self._rows[p], (1, 1, size, size, b.requested, b.requested)):
-                a[0] -= amount
-                a[3] += amount
+            self.stats.on_free(p, b.size, b.requested)
             if self._listeners or self._vmask:
                 self._emit(EventKind.FREED, address, b.size, region.stream, b.requested, p)
 

@@ -33,16 +33,22 @@ SMALL, LARGE = 1, 2  # pool indices (0 = all)
 class Stats:
     """The counters. ``v[stat * 3 + pool]`` is ``[current, peak, allocated, freed]``."""
 
-    __slots__ = ("v", "num_alloc_retries", "num_ooms", "num_device_alloc", "num_device_free", "_rows")
+    __slots__ = ("v", "num_alloc_retries", "num_ooms", "num_device_alloc", "num_device_free", "_rows", "_shared")
 
-    def __init__(self) -> None:
+    def __init__(self, active_is_allocated: bool = False) -> None:
+        """``active_is_allocated``: for allocators that never split a block off a larger
+        one (memtune's), where every active block is an allocated one: the active rows
+        are the allocation rows, and on_alloc / on_free update them once."""
         self.v = [[0, 0, 0, 0] for _ in range(len(STAT_NAMES) * 3)]
+        self._shared = active_is_allocated
+        if active_is_allocated:
+            for q in range(3):
+                self.v[ACTIVE * 3 + q] = self.v[ALLOCATION * 3 + q]
+                self.v[ACTIVE_BYTES * 3 + q] = self.v[ALLOCATED_BYTES * 3 + q]
+        touched = (ALLOCATION, ALLOCATED_BYTES, REQUESTED_BYTES) if active_is_allocated else (
+            ALLOCATION, ALLOCATED_BYTES, ACTIVE, ACTIVE_BYTES, REQUESTED_BYTES)
         # the rows a live block touches, per pool (all + that pool), for on_alloc / on_free
-        self._rows = {
-            p: tuple(self.v[s * 3 + q] for s in (ALLOCATION, ALLOCATED_BYTES, ACTIVE, ACTIVE_BYTES, REQUESTED_BYTES)
-                     for q in (0, p))
-            for p in (SMALL, LARGE)
-        }
+        self._rows = {p: tuple(self.v[s * 3 + q] for s in touched for q in (0, p)) for p in (SMALL, LARGE)}
         self.num_alloc_retries = 0
         self.num_ooms = 0
         self.num_device_alloc = 0
@@ -63,9 +69,14 @@ class Stats:
             a[0] -= amount
             a[3] += amount
 
+    def _amounts(self, size: int, requested: int) -> tuple[int, ...]:
+        if self._shared:
+            return 1, 1, size, size, requested, requested
+        return 1, 1, size, size, 1, 1, size, size, requested, requested
+
     def on_alloc(self, pool: int, size: int, requested: int) -> None:
         """A block became live: allocation, allocated_bytes, active, active_bytes, requested_bytes."""
-        for a, amount in zip(self._rows[pool], (1, 1, size, size, 1, 1, size, size, requested, requested)):
+        for a, amount in zip(self._rows[pool], self._amounts(size, requested)):
             c = a[0] + amount
             a[0] = c
             if c > a[1]:
@@ -74,7 +85,7 @@ class Stats:
 
     def on_free(self, pool: int, size: int, requested: int) -> None:
         """A live block was freed (the reverse of :meth:`on_alloc`)."""
-        for a, amount in zip(self._rows[pool], (1, 1, size, size, 1, 1, size, size, requested, requested)):
+        for a, amount in zip(self._rows[pool], self._amounts(size, requested)):
             a[0] -= amount
             a[3] += amount
 

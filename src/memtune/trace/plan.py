@@ -396,15 +396,7 @@ class PlanAllocator:
         self.device = device
         self.name = spec.name
         self.online = ArenaAllocator(spec.online or ArenaSpec(), device, env_verbose=env_verbose, notify=False)
-        self.stats = Stats()
-        v = self.stats.v
-        # active == allocated (no split blocks); every block counts in the large pool
-        for q in (0, S.SMALL, S.LARGE):
-            v[S.ACTIVE * 3 + q] = v[S.ALLOCATION * 3 + q]
-            v[S.ACTIVE_BYTES * 3 + q] = v[S.ALLOCATED_BYTES * 3 + q]
-        self._rows = {p: tuple(v[stat * 3 + q] for stat in (S.ALLOCATION, S.ALLOCATED_BYTES, S.REQUESTED_BYTES)
-                               for q in (0, p))
-                      for p in (S.SMALL, S.LARGE)}
+        self.stats = Stats(active_is_allocated=True)  # no split blocks, here or online
         self._lock = threading.RLock()
         self._tk = Tokenizer()
         # token history, most recent last: a growing buffer, so a period check reads a
@@ -463,19 +455,6 @@ class PlanAllocator:
         st.num_device_alloc += now[4] - before[4]
         st.num_device_free += now[5] - before[5]
         self._online_seen = now
-
-    def _count_alloc(self, size: int, requested: int, pool: int = S.LARGE) -> None:
-        for a, amount in zip(self._rows[pool], (1, 1, size, size, requested, requested)):
-            c = a[0] + amount
-            a[0] = c
-            if c > a[1]:
-                a[1] = c
-            a[2] += amount
-
-    def _count_free(self, size: int, requested: int, pool: int = S.LARGE) -> None:
-        for a, amount in zip(self._rows[pool], (1, 1, size, size, requested, requested)):
-            a[0] -= amount
-            a[3] += amount
 
     def _token(self, key: tuple) -> int:
         t = self._tk.id(key)
@@ -703,7 +682,7 @@ class PlanAllocator:
                             a.live[addr] = (rounded, size, stream)
                             a.by_off[addr] = addr + rounded
                             self.planned_allocs += 1
-                            self._count_alloc(rounded, size)
+                            self.stats.on_alloc(S.LARGE, rounded, size)
                             if self._listeners:
                                 self._emit(EventKind.RECYCLED, addr, rounded, stream, size)
                         else:
@@ -714,7 +693,7 @@ class PlanAllocator:
                 finally:
                     self._sync_reserved()
                 b = self.online._live[addr]
-                self._count_alloc(b.size, size, b.region.pool)
+                self.stats.on_alloc(b.region.pool, b.size, size)
             self._born[addr] = self._pos
             self._token(key)
             self._pos += 1
@@ -753,7 +732,7 @@ class PlanAllocator:
             if owner is not None:
                 size, req, stream = owner.live.pop(address)
                 del owner.by_off[address]
-                self._count_free(size, req)
+                self.stats.on_free(S.LARGE, size, req)
                 if self._listeners:
                     self._emit(EventKind.FREED, address, size, stream, req)
                 if not owner.serving:
@@ -765,7 +744,7 @@ class PlanAllocator:
             else:
                 on = self.online
                 b = on._live[address]
-                self._count_free(b.size, b.requested, b.region.pool)
+                self.stats.on_free(b.region.pool, b.size, b.requested)
                 on.free(address)
                 if self._active is not None and on._reserved > (1.0 + on.spec.slack) * on._live_bytes + on._page:
                     # blocks from before the plan drain away: the online policy's free pages
@@ -843,7 +822,7 @@ class PlanAllocator:
             for trace_addr, addr in mapping.items():
                 b = self.online._live.get(addr)
                 if b is not None:
-                    self._count_alloc(b.size, b.requested, b.region.pool)
+                    self.stats.on_alloc(b.region.pool, b.size, b.requested)
                     self._born[addr] = -(1 << 40)  # before the stream: frees get a distance no step has
             self._sync_reserved()
             st = self.stats
