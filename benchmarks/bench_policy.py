@@ -107,10 +107,10 @@ def measure(path: Path, pols: list[str], repeats: int = REPEATS) -> list[Row]:
                 "ooms": len(b.ooms),
             }
         # the step and, for a lifetime table, the best static packing: what `memtune plan` reports
-        from memtune.trace.plan import analyze
+        from memtune.trace.plan import STEP_COVERAGE, analyze
 
         (rep,) = analyze(trace, device=dt.device, replay=False, pack_seconds=PACK_SECONDS)
-        if rep.period is not None and rep.coverage >= 0.5 and rep.plan is not None and rep.plan.lower_bound:
+        if rep.period is not None and rep.coverage >= STEP_COVERAGE and rep.plan is not None and rep.plan.lower_bound:
             row.plan = {"length": rep.period.length, "count": rep.period.count, "coverage": rep.coverage,
                         "ratio": rep.plan.ratio, "arena": rep.plan.arena}
         if rep.packing is not None:

@@ -141,6 +141,14 @@ def test_cyclic_packing_rejects_bad_buffers():
         packing.pack_cyclic([(10, 12, 5)], 10)
 
 
+@pytest.mark.parametrize("kw, what", [({"rounds": -1}, "rounds"), ({"rounds": True}, "rounds"),
+                                      ({"alignment": 0}, "alignment")])
+def test_cyclic_packing_rejects_bad_knobs_as_pack_does(kw, what):
+    for fn in (lambda: packing.pack([(0, 2, 5)], **kw), lambda: packing.pack_cyclic([(0, 2, 5)], 4, **kw)):
+        with pytest.raises(ValueError, match=f"packing {what} must be"):
+            fn()
+
+
 def test_improvement_rounds_make_the_result_independent_of_time():
     """With ``rounds`` the packing depends on the input and seed only: a generous
     time budget and a tight one (that still allows the rounds) agree."""

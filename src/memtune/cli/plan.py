@@ -72,12 +72,12 @@ def plan(trace, device, as_json, no_replay, pack_seconds, pack_rounds):
 def peak_note(r) -> str | None:
     """Where the live peak falls relative to the step: whether this step's plan can
     lower the run's peak reserved at all, or only the steps after it."""
-    from memtune.trace.plan import PlanSpec
+    from memtune.trace.plan import STEP_COVERAGE, PlanSpec
 
     k, per = r.peak_repetition, r.period
     if k is None or per is None:
         return None
-    if r.coverage < 0.5:
+    if r.coverage < STEP_COVERAGE:
         return (f"what repeats ({per.length} events x{per.count}) covers {100 * r.coverage:.0f}% of the events: no "
                 "step repeats over most of this run (do its shapes change?), so plan mode has little to plan.")
     head = f"live bytes peak at event {r.peak_event}"

@@ -230,6 +230,15 @@ def _run(method: str, lo: np.ndarray, hi: np.ndarray, size: np.ndarray, orders: 
     raise ValueError(f"unknown packing method {method!r}; accepted: {', '.join(METHODS)}")
 
 
+def _check_knobs(alignment: int, rounds: int | None) -> None:
+    """The arguments :func:`pack` and :func:`pack_cyclic` share, checked alike."""
+    if alignment < 1:
+        raise ValueError(f"packing alignment must be a positive number of bytes; got {alignment}")
+    if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 0):
+        raise ValueError(f"packing rounds must be None (as many as the time budget allows) or an int >= 0; "
+                         f"got {rounds!r}")
+
+
 def pack(
     intervals: Iterable[Sequence[int]] | np.ndarray,
     *,
@@ -250,11 +259,7 @@ def pack(
     vary with the machine's load.
     """
     t0 = time.perf_counter()
-    if alignment < 1:
-        raise ValueError(f"packing alignment must be a positive number of bytes; got {alignment}")
-    if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 0):
-        raise ValueError(f"packing rounds must be None (as many as the time budget allows) or an int >= 0; "
-                         f"got {rounds!r}")
+    _check_knobs(alignment, rounds)
     lo_all, hi_all, requested = _as_arrays(intervals, 1)
     size_all = requested if alignment == 1 else (requested + alignment - 1) // alignment * alignment
     n_all = len(lo_all)
@@ -377,11 +382,7 @@ def pack_cyclic(intervals: Iterable[Sequence[int]], length: int, *, alignment: i
     t0 = time.perf_counter()
     arr = np.asarray(list(intervals), dtype=np.int64).reshape(-1, 3)
     n = len(arr)
-    if alignment < 1:
-        raise ValueError(f"packing alignment must be a positive number of bytes; got {alignment}")
-    if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 0):
-        raise ValueError(f"packing rounds must be None (as many as the time budget allows) or an int >= 0; "
-                         f"got {rounds!r}")
+    _check_knobs(alignment, rounds)
     start, end, req = arr[:, 0], arr[:, 1], arr[:, 2]
     if n and ((start < 0) | (start >= length) | (end <= start) | (end - start > length) | (req < 0)).any():
         i = int(np.flatnonzero((start < 0) | (start >= length) | (end <= start) | (end - start > length) | (req < 0))[0])

@@ -237,6 +237,11 @@ def suffix_period(tokens: np.ndarray, min_period: int, max_period: int, repeats:
     return None
 
 
+#: A step "repeats" over a stream when its repetitions cover at least this share of the
+#: stream's events; below it, what repeats is a sliver (a layer, a shape that recurs).
+STEP_COVERAGE = 0.5
+
+
 # --------------------------------------------------------------------------- plan
 
 
