@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from pathlib import Path
 
 import pytest
 from shared_traces import ALL_TRACES, REPO as _REPO, SHARED_TRACES as _SHARED
