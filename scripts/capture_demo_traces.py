@@ -11,6 +11,7 @@ beside the shared traces, as a check on traces memtune was not tuned on.
     python scripts/capture_demo_traces.py            # rewrite the bundled traces
     python scripts/capture_demo_traces.py --heldout  # rewrite benchmarks/heldout
     python scripts/capture_demo_traces.py --out DIR  # write elsewhere
+    python scripts/capture_demo_traces.py --heldout --steps-factor 2 --seed 1 --out benchmarks/heldout/rerun  # a second run: twice the steps, other data
 
 Allocation sizes depend only on the model and batch shapes, so a rerun gives
 the same sizes and the same order of allocations and frees on the same PyTorch
@@ -21,9 +22,11 @@ clock). Recorded with torch 2.13.0 (CPU).
 from __future__ import annotations
 
 import argparse
+import functools
+import itertools
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Protocol, cast
 
 import torch
 from torch import nn
@@ -35,6 +38,33 @@ from memtune.trace.model import Action
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "src" / "memtune" / "data" / "traces"
 HELDOUT_OUT = ROOT / "benchmarks" / "heldout"
+
+
+class Workload(Protocol):
+    """A captured program. ``steps``: how many training steps it runs (requests it serves),
+    None for ``default_steps``, the number its docstring gives; ``seed`` is added to the seed of
+    the generator that makes its data (not to ``torch.manual_seed(0)``, the model's init), so
+    seed 0 is the run of the committed traces and another seed the same program on other data."""
+
+    default_steps: int
+    __doc__: str | None
+
+    def __call__(self, *, steps: int | None = None, seed: int = 0) -> float: ...
+
+
+def _workload(default_steps: int) -> Callable[[Callable[..., float]], Workload]:
+    """Make ``fn(*, steps, seed)`` a :class:`Workload` that runs ``default_steps`` steps unless told otherwise."""
+
+    def wrap(fn: Callable[..., float]) -> Workload:
+        @functools.wraps(fn)
+        def run(*, steps: int | None = None, seed: int = 0) -> float:
+            return fn(steps=default_steps if steps is None else steps, seed=seed)
+
+        workload = cast(Workload, run)
+        workload.default_steps = default_steps
+        return workload
+
+    return wrap
 
 
 def _train(model: nn.Module, make_batch: Callable[[], tuple[torch.Tensor, torch.Tensor]], steps: int,
@@ -50,17 +80,19 @@ def _train(model: nn.Module, make_batch: Callable[[], tuple[torch.Tensor, torch.
     return total
 
 
-def mlp_train() -> float:
+@_workload(default_steps=8)
+def mlp_train(*, steps: int, seed: int) -> float:
     """MLP 784-1024-1024-10, batch 128, Adam, 8 steps (an MNIST-sized classifier)."""
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    gen = torch.Generator().manual_seed(1)
+    gen = torch.Generator().manual_seed(1 + seed)
     batch = lambda: (torch.randn(128, 784, generator=gen), torch.randint(0, 10, (128,), generator=gen))  # noqa: E731
-    return _train(model, batch, 8, nn.functional.cross_entropy, opt)
+    return _train(model, batch, steps, nn.functional.cross_entropy, opt)
 
 
-def cnn_train() -> float:
+@_workload(default_steps=5)
+def cnn_train(*, steps: int, seed: int) -> float:
     """Small CNN (3 conv blocks with BatchNorm, 32x32 RGB, batch 32), SGD momentum, 5 steps."""
     torch.manual_seed(0)
 
@@ -69,23 +101,25 @@ def cnn_train() -> float:
 
     model = nn.Sequential(block(3, 32), block(32, 64), block(64, 128), nn.Flatten(), nn.Linear(128 * 4 * 4, 10))
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    gen = torch.Generator().manual_seed(2)
+    gen = torch.Generator().manual_seed(2 + seed)
     batch = lambda: (torch.randn(32, 3, 32, 32, generator=gen), torch.randint(0, 10, (32,), generator=gen))  # noqa: E731
-    return _train(model, batch, 5, nn.functional.cross_entropy, opt)
+    return _train(model, batch, steps, nn.functional.cross_entropy, opt)
 
 
-def transformer_train() -> float:
+@_workload(default_steps=3)
+def transformer_train(*, steps: int, seed: int) -> float:
     """TransformerEncoder (2 layers, d_model 128, 4 heads, seq 64, batch 16) + AdamW, 3 steps."""
     torch.manual_seed(0)
     layer = nn.TransformerEncoderLayer(d_model=128, nhead=4, dim_feedforward=512, dropout=0.1, batch_first=True)
     model = nn.Sequential(nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False), nn.Linear(128, 128))
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    gen = torch.Generator().manual_seed(3)
+    gen = torch.Generator().manual_seed(3 + seed)
     batch = lambda: (torch.randn(16, 64, 128, generator=gen), torch.randn(16, 64, 128, generator=gen))  # noqa: E731
-    return _train(model, batch, 3, nn.functional.mse_loss, opt)
+    return _train(model, batch, steps, nn.functional.mse_loss, opt)
 
 
-def gru_lm_train() -> float:
+@_workload(default_steps=4)
+def gru_lm_train(*, steps: int, seed: int) -> float:
     """GRU language model (embedding 5000x256, 2-layer GRU 512, batch 32 x 64 tokens) + Adam, 4 steps."""
     torch.manual_seed(0)
 
@@ -101,16 +135,17 @@ def gru_lm_train() -> float:
 
     model = LM()
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    gen = torch.Generator().manual_seed(4)
+    gen = torch.Generator().manual_seed(4 + seed)
 
     def batch() -> tuple[torch.Tensor, torch.Tensor]:
         x = torch.randint(0, 5000, (32, 64), generator=gen)
         return x, x.reshape(-1)
 
-    return _train(model, batch, 4, nn.functional.cross_entropy, opt)
+    return _train(model, batch, steps, nn.functional.cross_entropy, opt)
 
 
-def vgg_train() -> float:
+@_workload(default_steps=3)
+def vgg_train(*, steps: int, seed: int) -> float:
     """VGG-style CNN (3 double-conv blocks 64-128-256 with BatchNorm, 96x96 RGB, batch 32), SGD, 3 steps."""
     torch.manual_seed(0)
 
@@ -121,12 +156,13 @@ def vgg_train() -> float:
     model = nn.Sequential(block(3, 64), block(64, 128), block(128, 256), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
                           nn.Linear(256, 10))
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-    gen = torch.Generator().manual_seed(5)
+    gen = torch.Generator().manual_seed(5 + seed)
     batch = lambda: (torch.randn(32, 3, 96, 96, generator=gen), torch.randint(0, 10, (32,), generator=gen))  # noqa: E731
-    return _train(model, batch, 3, nn.functional.cross_entropy, opt)
+    return _train(model, batch, steps, nn.functional.cross_entropy, opt)
 
 
-def vit_train() -> float:
+@_workload(default_steps=3)
+def vit_train(*, steps: int, seed: int) -> float:
     """ViT-S-sized encoder (6 layers, d_model 384, 6 heads, 197 tokens of 768 features, batch 16) + AdamW, 3 steps."""
     torch.manual_seed(0)
     layer = nn.TransformerEncoderLayer(384, 6, 1536, batch_first=True)
@@ -142,12 +178,13 @@ def vit_train() -> float:
 
     model = ViT()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    gen = torch.Generator().manual_seed(6)
+    gen = torch.Generator().manual_seed(6 + seed)
     batch = lambda: (torch.randn(16, 197, 768, generator=gen), torch.randint(0, 100, (16,), generator=gen))  # noqa: E731
-    return _train(model, batch, 3, nn.functional.cross_entropy, opt)
+    return _train(model, batch, steps, nn.functional.cross_entropy, opt)
 
 
-def resnet_train() -> float:
+@_workload(default_steps=3)
+def resnet_train(*, steps: int, seed: int) -> float:
     """ResNet-style CNN (stem + 3 stages of 2 residual blocks, 32-64-128 channels, BatchNorm,
     64x64 RGB, batch 32), SGD momentum with weight decay, 3 steps."""
     torch.manual_seed(0)
@@ -170,12 +207,13 @@ def resnet_train() -> float:
         cin = cout
     model = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(128, 100))
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4)
-    gen = torch.Generator().manual_seed(7)
+    gen = torch.Generator().manual_seed(7 + seed)
     batch = lambda: (torch.randn(32, 3, 64, 64, generator=gen), torch.randint(0, 100, (32,), generator=gen))  # noqa: E731
-    return _train(model, batch, 3, nn.functional.cross_entropy, opt)
+    return _train(model, batch, steps, nn.functional.cross_entropy, opt)
 
 
-def lstm_varlen_train() -> float:
+@_workload(default_steps=6)
+def lstm_varlen_train(*, steps: int, seed: int) -> float:
     """LSTM text classifier (embedding 10000x128, LSTM 512, batch 64) whose sequence length
     changes every step (30-90 tokens: no two steps alike), Adam, 6 steps."""
     torch.manual_seed(0)
@@ -192,16 +230,17 @@ def lstm_varlen_train() -> float:
 
     model = Classifier()
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    gen = torch.Generator().manual_seed(8)
+    gen = torch.Generator().manual_seed(8 + seed)
 
     def batch() -> tuple[torch.Tensor, torch.Tensor]:
         length = int(torch.randint(30, 91, (1,), generator=gen))
         return torch.randint(0, 10000, (64, length), generator=gen), torch.randint(0, 5, (64,), generator=gen)
 
-    return _train(model, batch, 6, nn.functional.cross_entropy, opt)
+    return _train(model, batch, steps, nn.functional.cross_entropy, opt)
 
 
-def unet_train() -> float:
+@_workload(default_steps=3)
+def unet_train(*, steps: int, seed: int) -> float:
     """U-Net (encoder 32-64-128, bottleneck 256, decoder with transposed convolutions and
     skip concatenations, 96x96 RGB, batch 16) regressing an image, AdamW, 3 steps."""
     torch.manual_seed(0)
@@ -232,12 +271,13 @@ def unet_train() -> float:
 
     model = UNet()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    gen = torch.Generator().manual_seed(9)
+    gen = torch.Generator().manual_seed(9 + seed)
     batch = lambda: (torch.randn(16, 3, 96, 96, generator=gen), torch.randn(16, 3, 96, 96, generator=gen))  # noqa: E731
-    return _train(model, batch, 3, nn.functional.mse_loss, opt)
+    return _train(model, batch, steps, nn.functional.mse_loss, opt)
 
 
-def gpt_accum_train() -> float:
+@_workload(default_steps=3)
+def gpt_accum_train(*, steps: int, seed: int) -> float:
     """Decoder-only causal transformer (4 layers, d_model 256, 8 heads, vocabulary 8000,
     128 tokens, batch 8) with gradient accumulation over 2 micro-batches, AdamW, 3 steps."""
     torch.manual_seed(0)
@@ -258,9 +298,9 @@ def gpt_accum_train() -> float:
 
     model = GPT()
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
-    gen = torch.Generator().manual_seed(10)
+    gen = torch.Generator().manual_seed(10 + seed)
     total = 0.0
-    for _ in range(3):
+    for _ in range(steps):
         opt.zero_grad(set_to_none=True)
         for _micro in range(2):
             x = torch.randint(0, 8000, (8, 129), generator=gen)
@@ -271,27 +311,30 @@ def gpt_accum_train() -> float:
     return total
 
 
-def encoder_serve() -> float:
+@_workload(default_steps=8)
+def encoder_serve(*, steps: int, seed: int) -> float:
     """Inference only: a BERT-small-sized encoder (4 layers, d_model 256, 4 heads) serving
     requests of changing batch size and length under torch.no_grad(), 8 requests."""
     torch.manual_seed(0)
     layer = nn.TransformerEncoderLayer(256, 4, 1024, batch_first=True)
     model = nn.Sequential(nn.TransformerEncoder(layer, 4, enable_nested_tensor=False), nn.Linear(256, 2)).eval()
-    gen = torch.Generator().manual_seed(11)
+    gen = torch.Generator().manual_seed(11 + seed)
     total = 0.0
+    shapes = ((1, 32), (16, 256), (4, 64), (64, 128), (8, 512), (2, 16), (64, 256), (32, 512))
     with torch.no_grad():
-        for batch, length in ((1, 32), (16, 256), (4, 64), (64, 128), (8, 512), (2, 16), (64, 256), (32, 512)):
+        # the same 8 request shapes in the same order, again from the first after the eighth request
+        for batch, length in itertools.islice(itertools.cycle(shapes), steps):
             total += float(model(torch.randn(batch, length, 256, generator=gen)).sum())
     return total
 
 
-WORKLOADS: dict[str, Callable[[], float]] = {
+WORKLOADS: dict[str, Workload] = {
     "mlp-train": mlp_train,
     "cnn-train": cnn_train,
     "transformer-train": transformer_train,
 }
 #: never used to tune memtune: a check on traces it has not seen (benchmarks/heldout)
-HELDOUT: dict[str, Callable[[], float]] = {
+HELDOUT: dict[str, Workload] = {
     "gru-lm-train": gru_lm_train,
     "vgg-train": vgg_train,
     "vit-train": vit_train,
@@ -305,6 +348,21 @@ HELDOUT: dict[str, Callable[[], float]] = {
 }
 
 
+def _int_at_least(low: int) -> Callable[[str], int]:
+    """An argparse ``type``: a whole number >= ``low`` (argparse names the option in its error)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < low:
+            raise argparse.ArgumentTypeError(f"got {text!r}; expected a whole number >= {low}")
+        return value
+
+    return parse
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=None,
@@ -313,6 +371,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("names", nargs="*", help=f"workloads to capture (default all of the set): "
                                                  f"{', '.join(WORKLOADS)}; with --heldout {', '.join(HELDOUT)}")
     parser.add_argument("--dry-run", action="store_true", help="record and summarize, write nothing")
+    parser.add_argument("--steps-factor", type=_int_at_least(1), default=1, metavar="K",
+                        help="run K times each workload's default number of steps (default 1)")
+    parser.add_argument("--seed", type=_int_at_least(0), default=0, metavar="S",
+                        help="add S to the seed of each workload's data generator, not to its model's "
+                             "(default 0: the data of the committed traces)")
     args = parser.parse_args(argv)
     chosen = HELDOUT if args.heldout else WORKLOADS
     out = args.out or (HELDOUT_OUT if args.heldout else DEFAULT_OUT)
@@ -324,8 +387,14 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.names or list(chosen):
         fn = chosen[name]
         path = out / f"{name}.jsonl.gz"
-        with memtune.record(None if args.dry_run else path, metadata={"workload": name, "description": fn.__doc__}) as rec:
-            loss = fn()
+        metadata: dict[str, object] = {"workload": name, "description": fn.__doc__}
+        if args.steps_factor != 1:
+            metadata["steps_factor"] = args.steps_factor
+        if args.seed != 0:
+            metadata["seed"] = args.seed
+        steps = None if args.steps_factor == 1 else args.steps_factor * fn.default_steps
+        with memtune.record(None if args.dry_run else path, metadata=metadata) as rec:
+            loss = fn(steps=steps, seed=args.seed)
         dev = rec.trace.devices[0]
         allocs = sum(1 for e in dev.events if e.action is Action.ALLOC)
         print(f"{path.name}: {len(dev.events)} events ({allocs} allocations), peak requested "

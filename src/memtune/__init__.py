@@ -15,6 +15,7 @@ from memtune.errors import (
     MemtuneError,
     MemtuneWarning,
     OutOfMemoryError,
+    PlanFileError,
     TraceError,
 )
 
@@ -45,6 +46,7 @@ __all__ = [
     "MemtuneError",
     "MemtuneWarning",
     "OutOfMemoryError",
+    "PlanFileError",
     "TraceError",
     *_LAZY,
 ]

@@ -78,5 +78,14 @@ class TraceError(MemtuneError, ValueError):
         self.location = location
 
 
+class PlanFileError(MemtuneError, ValueError):
+    """A plan file (``memtune plan TRACE --save``) cannot be read: the message names the
+    file, the field, the value found and what is accepted. Nothing was changed."""
+
+    def __init__(self, message: str, *, path: str | None = None):
+        super().__init__(message)
+        self.path = path
+
+
 class UnsafePickleError(TraceError):
     """A pickle names a global (a class or function). memtune never executes those."""

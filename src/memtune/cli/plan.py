@@ -14,7 +14,11 @@ from memtune.cli._common import console, echo_json, pack_rounds_option, pack_sec
 @click.option("--no-replay", is_flag=True, help="Only detect and pack the step; skip the replays.")
 @pack_seconds_option("Time budget of the static packer (one step; a lifetime table's whole table).")
 @pack_rounds_option()
-def plan(trace, device, as_json, no_replay, pack_seconds, pack_rounds):
+@click.option("--save", type=click.Path(dir_okay=False), default=None, metavar="PLAN.json",
+              help="Also plan the whole run (its first steps around the repeating step) and write it here. "
+                   "memtune-plan serves it from the first allocation of a later run of the same program: "
+                   "MEMTUNE_PLAN_FILE=PLAN.json, or --set plan_file=PLAN.json.")
+def plan(trace, device, as_json, no_replay, pack_seconds, pack_rounds, save):
     """Learn TRACE's repeating step (step markers, or the detected period) and pack it offline.
 
     Reports, per device: the period, how much of the trace repeats, the packed
@@ -24,12 +28,19 @@ def plan(trace, device, as_json, no_replay, pack_seconds, pack_rounds):
     bound. Lifetime tables also get the best static packing of the whole table.
 
         memtune plan snapshot.pickle --json
+        memtune plan run1.jsonl.gz --save plan.json   # then: MEMTUNE_PLAN_FILE=plan.json for the next run
     """
     from memtune.trace.plan import analyze
 
+    saved = _save_run_plan(trace, device, save, pack_seconds, pack_rounds) if save else None
     reports = analyze(trace, device=device, replay=not no_replay, pack_seconds=pack_seconds, pack_rounds=pack_rounds)
     if as_json:
-        echo_json([r.to_json() for r in reports])
+        out = [r.to_json() for r in reports]
+        if saved is not None:
+            for r in out:
+                if r["device"] == saved[1]:
+                    r["run_plan"] = saved[2]
+        echo_json(out)
         return
     from rich.table import Table
 
@@ -67,6 +78,36 @@ def plan(trace, device, as_json, no_replay, pack_seconds, pack_rounds):
         where = peak_note(r)
         if where:
             out.print(f"{device_name(r.device)}: {where}", highlight=False)
+    if saved is not None:
+        path, dev, info = saved
+        out.print(f"{device_name(dev)}: wrote {path}: a plan of the whole run, arena {format_bytes(info['arena_bytes'])}"
+                  f" = {info['ratio']:.4f} x its lower bound ({info['prologue_events']} events before the step"
+                  f"{'' if info['step_events'] is None else ', then a step of ' + str(info['step_events']) + ' events'}"
+                  f"). Use it for a later run of the same program: MEMTUNE_PLAN_FILE={path} (memtune-plan).",
+                  highlight=False)
+
+
+def _save_run_plan(trace, device, path, pack_seconds, pack_rounds):
+    """Plan the whole run of one device stream and write it; (path, device, summary)."""
+    from memtune.trace.replay import load
+    from memtune.trace.runplan import make_run_plan
+
+    tr = load(trace)
+    if device is None and len(tr.devices) > 1:
+        names = ", ".join(str(d.device) for d in tr.devices)
+        raise click.UsageError(f"{trace} has {len(tr.devices)} device streams ({names}); a plan is for one: "
+                               "choose it with --device")
+    dt = tr.device(device) if device is not None else tr.devices[0]
+    rp = make_run_plan(dt.events, time_budget=pack_seconds, rounds=pack_rounds,
+                       source={"trace": str(tr.source), "device": dt.device})
+    try:
+        rp.save(path)
+    except OSError as e:
+        raise click.UsageError(f"cannot write the plan to {path}: {e.strerror or e}") from None
+    info = {"path": str(path), "arena_bytes": rp.arena, "lower_bound": rp.lower_bound, "ratio": rp.ratio,
+            "prologue_events": rp.start, "step_events": None if rp.step is None else rp.step.length,
+            "method": rp.method}
+    return str(path), dt.device, info
 
 
 def peak_note(r) -> str | None:
@@ -81,7 +122,8 @@ def peak_note(r) -> str | None:
         return (f"what repeats ({per.length} events x{per.count}) covers {100 * r.coverage:.0f}% of the events: no "
                 "step repeats over most of this run (do its shapes change?), so plan mode has little to plan.")
     head = f"live bytes peak at event {r.peak_event}"
-    before = "so the run's peak reserved is set before a plan of this step can serve it"
+    before = ("so the run's peak reserved is set before a plan of this step can serve it (a plan of the whole run, "
+              "--save, serves a later run from its first allocation)")
     if k == 0:
         return f"{head}, before the step starts repeating (event {per.start}), {before}."
     if k > per.count:

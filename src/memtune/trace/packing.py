@@ -29,7 +29,7 @@ import csv
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -409,13 +409,30 @@ def pack_cyclic(intervals: Iterable[Sequence[int]], length: int, *, alignment: i
     dur = end - start
     orders = {"size": np.lexsort((start, -dur, -size)), "duration": np.lexsort((start, -size, -dur)),
               "area": np.lexsort((start, -size, -(size * dur))), "time": np.lexsort((-size, start))}
+
+    def place(order: np.ndarray, best_fit: bool) -> np.ndarray:
+        return _place_cyclic(order, lo1, hi1, lo2, hi2, size, best_fit=best_fit)
+
+    best_off, best_peak, method, tried, step = _greedy_search(
+        place, lambda off: int((off + size).max()), orders, size, floor, rounds, time_budget, t0, seed, "cyclic")
+    return Packing(best_off, best_peak, lb, method, time.perf_counter() - t0, tried, step)
+
+
+def _greedy_search(place: Callable[[np.ndarray, bool], np.ndarray], peak_of: Callable[[np.ndarray], int],
+                   orders: dict[str, np.ndarray], size: np.ndarray, floor: int, rounds: int | None,
+                   time_budget: float, t0: float, seed: int, prefix: str) -> tuple[np.ndarray, int, str, dict[str, int], int]:
+    """The search :func:`pack_cyclic` and :func:`pack_around` share: ``place`` each order
+    with both rules (best fit, lowest offset) and keep the lowest peak; then up to
+    ``rounds`` improvement rounds within ``time_budget`` perturb the winning order (a
+    few swaps; buffers that reach the peak placed earlier) and keep what lowers it.
+    Returns (offsets, peak, method, tried, rounds run)."""
     tried: dict[str, int] = {}
-    best_peak, best_off, method, order, best_fit = None, None, "", orders["size"], True
+    best_peak, best_off, method, order, best_fit = None, None, "", next(iter(orders.values())), True
     for kind, cand in orders.items():
         for rule in ("best-fit", "lowest-offset"):
-            off = _place_cyclic(cand, lo1, hi1, lo2, hi2, size, best_fit=rule == "best-fit")
-            peak = int((off + size).max())
-            m = f"cyclic-{rule}" if kind == "size" else f"cyclic-{rule}-by-{kind}"
+            off = place(cand, rule == "best-fit")
+            peak = peak_of(off)
+            m = f"{prefix}-{rule}" if kind == "size" else f"{prefix}-{rule}-by-{kind}"
             tried[m] = peak
             if best_peak is None or peak < best_peak:
                 best_peak, best_off, method, order, best_fit = peak, off, m, cand, rule == "best-fit"
@@ -425,8 +442,9 @@ def pack_cyclic(intervals: Iterable[Sequence[int]], length: int, *, alignment: i
             break
     assert best_off is not None and best_peak is not None
     rng = np.random.default_rng(seed)
+    n = len(order)
     step = 0
-    while best_peak > floor and (rounds is None or step < rounds) and time.perf_counter() - t0 < time_budget:
+    while n and best_peak > floor and (rounds is None or step < rounds) and time.perf_counter() - t0 < time_budget:
         step += 1
         cand = order.copy()
         if step % 2:
@@ -436,27 +454,82 @@ def pack_cyclic(intervals: Iterable[Sequence[int]], length: int, *, alignment: i
                 cand[a], cand[b] = cand[b], cand[a]
         else:
             # place a few of the buffers that reach the peak earlier
-            top = np.flatnonzero(best_off + size >= best_peak - (best_peak - floor) // 2)
-            pos = np.flatnonzero(np.isin(cand, rng.choice(top, size=min(top.size, 3), replace=False)))
-            for k in pos:
-                j = int(rng.integers(0, k + 1))
-                cand[j:k + 1] = np.roll(cand[j:k + 1], 1)
-        off = _place_cyclic(cand, lo1, hi1, lo2, hi2, size, best_fit=best_fit)
-        peak = int((off + size).max())
+            top = np.intersect1d(np.flatnonzero(best_off + size >= best_peak - (best_peak - floor) // 2), order)
+            if top.size:
+                pos = np.flatnonzero(np.isin(cand, rng.choice(top, size=min(top.size, 3), replace=False)))
+                for k in pos:
+                    j = int(rng.integers(0, k + 1))
+                    cand[j:k + 1] = np.roll(cand[j:k + 1], 1)
+        off = place(cand, best_fit)
+        peak = peak_of(off)
         if peak < best_peak:
             best_peak, best_off, order = peak, off, cand
             method = method if method.endswith("-improved") else f"{method}-improved"
     tried.setdefault(method, best_peak)
-    return Packing(best_off, best_peak, lb, method, time.perf_counter() - t0, tried, step)
+    return best_off, best_peak, method, tried, step
+
+
+def pack_around(intervals: Iterable[Sequence[int]], fixed: Iterable[Sequence[int]], *, alignment: int = 1,
+                time_budget: float = 0.0, rounds: int | None = 0, seed: int = 0) -> Packing:
+    """Pack buffers ``(start, end, size)`` around buffers already placed.
+
+    Why: a plan made from an earlier run (:mod:`memtune.trace.runplan`) fixes the
+    repeating step's buffers at their cyclic offsets, so that the step can repeat
+    for as long as the new run does; the buffers of the first steps must fit around
+    them. ``fixed`` holds ``(start, end, size, offset)``. Greedy placement in a few
+    orders with two rules, then improvement rounds, as :func:`pack_cyclic`. The
+    peak and the lower bound count the fixed buffers too; the offsets are the free
+    buffers' only.
+    """
+    t0 = time.perf_counter()
+    _check_knobs(alignment, rounds)
+    lo_f, hi_f, size_f = _as_arrays(intervals, alignment)
+    req_f = _as_arrays(intervals, 1)[2]
+    fx = np.asarray(list(fixed), dtype=np.int64).reshape(-1, 4)
+    if fx.size and ((fx[:, 1] < fx[:, 0]) | (fx[:, 2] < 0) | (fx[:, 3] < 0)).any():
+        i = int(np.flatnonzero((fx[:, 1] < fx[:, 0]) | (fx[:, 2] < 0) | (fx[:, 3] < 0))[0])
+        raise ValueError(f"fixed buffer {i} is invalid: start={fx[i, 0]}, end={fx[i, 1]}, size={fx[i, 2]}, "
+                         f"offset={fx[i, 3]}; it needs end >= start, size >= 0 and offset >= 0")
+    k, n = len(fx), len(lo_f)
+    lo = np.concatenate([fx[:, 0], lo_f])
+    hi = np.concatenate([fx[:, 1], hi_f])
+    size = np.concatenate([fx[:, 2], size_f])
+    off0 = np.concatenate([fx[:, 3], np.zeros(n, dtype=np.int64)])
+    live = (hi > lo) & (size > 0)
+    fixed_top = int((fx[:, 3] + fx[:, 2])[live[:k]].max()) if live[:k].any() else 0
+    lb = _live_peak(lo, hi, np.concatenate([fx[:, 2], req_f]))
+    floor = max(fixed_top, _live_peak(lo, hi, size))
+    free = np.flatnonzero(live[k:]) + k
+    if free.size == 0:
+        return Packing(np.zeros(n, dtype=np.int64), fixed_top, lb, "fixed", time.perf_counter() - t0)
+    dur = hi[free] - lo[free]
+    sz = size[free]
+    orders = {"size": free[np.lexsort((lo[free], -dur, -sz))], "duration": free[np.lexsort((lo[free], -sz, -dur))],
+              "area": free[np.lexsort((lo[free], -sz, -(sz * dur)))], "time": free[np.lexsort((-sz, lo[free]))]}
+    zero = np.zeros(k + n, dtype=np.int64)
+    placed0 = np.zeros(k + n, dtype=bool)
+    placed0[:k] = live[:k]
+
+    def place(order: np.ndarray, best_fit: bool) -> np.ndarray:
+        return _place_cyclic(order, lo, hi, zero, zero, size, best_fit=best_fit, off0=off0, placed0=placed0)
+
+    def peak_of(off: np.ndarray) -> int:
+        return max(fixed_top, int((off[free] + size[free]).max()))
+
+    best_off, best_peak, method, tried, step = _greedy_search(
+        place, peak_of, orders, size, floor, rounds, time_budget, t0, seed, "around")
+    return Packing(best_off[k:].copy(), best_peak, lb, method, time.perf_counter() - t0, tried, step)
 
 
 def _place_cyclic(order: np.ndarray, lo1: np.ndarray, hi1: np.ndarray, lo2: np.ndarray, hi2: np.ndarray,
-                  size: np.ndarray, *, best_fit: bool) -> np.ndarray:
+                  size: np.ndarray, *, best_fit: bool, off0: np.ndarray | None = None,
+                  placed0: np.ndarray | None = None) -> np.ndarray:
     """Offsets from placing buffers in ``order``: each in the smallest gap below the
-    buffers it overlaps in time that holds it (best fit) or the lowest such gap."""
+    buffers it overlaps in time that holds it (best fit) or the lowest such gap.
+    ``placed0`` marks buffers already placed at ``off0`` (they stay there)."""
     n = len(size)
-    off = np.zeros(n, dtype=np.int64)
-    placed = np.zeros(n, dtype=bool)
+    off = np.zeros(n, dtype=np.int64) if off0 is None else off0.copy()
+    placed = np.zeros(n, dtype=bool) if placed0 is None else placed0.copy()
     for i in order:
         a1, b1, a2, b2, sz = lo1[i], hi1[i], lo2[i], hi2[i], size[i]
         m = placed & (((lo1 < b1) & (hi1 > a1)) | ((lo2 < b1) & (hi2 > a1)))

@@ -258,6 +258,7 @@ class StepPlan:
     planned_bytes: int          # sum of planned buffer sizes
     unplanned: int              # allocs in the step that stay online (living longer than a step)
     packing: packing.Packing | None = None
+    durations: dict[int, int] = field(default_factory=dict)  # alloc phase (unrotated) -> events it lives
 
     @property
     def ratio(self) -> float:
@@ -332,7 +333,8 @@ def make_plan(template: Sequence[tuple], alignment: int = 512, time_budget: floa
     else:
         pk, offsets, arena, lb = None, {}, 0, 0
     unplanned = sum(1 for phi, k in enumerate(template) if k[0] == ALLOC and phi not in life)
-    return StepPlan(length, cut, unrolled, offsets, arena, lb, sum(template[r][1] for r in life), unplanned, pk)
+    return StepPlan(length, cut, unrolled, offsets, arena, lb, sum(template[r][1] for r in life), unplanned, pk,
+                    {a: d for a, d, _s in inst})
 
 
 # --------------------------------------------------------------------------- allocator
@@ -355,6 +357,9 @@ class PlanSpec:
     #: costs ~75 ms); the time budget only caps huge steps
     pack_rounds: int = 0
     pack_seconds: float = 0.5
+    #: a plan made from an earlier run (:class:`memtune.trace.runplan.RunPlan`), served
+    #: from the first allocation while the run follows it (None: learn online only)
+    run_plan: Any = None
     settings: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -366,20 +371,30 @@ class _Active:
     """A plan being served: arena address, phase origin, live planned blocks."""
 
     __slots__ = ("plan", "base", "origin", "live", "serving", "by_off", "pages", "page", "reservation", "mapped",
-                 "signature")
+                 "signature", "arena", "first", "prologue", "pro_offsets", "chunk")
 
-    def __init__(self, plan: StepPlan, base: int, origin: int, page: int = 0, reservation: int | None = None,
-                 signature: int = 0):
-        self.plan = plan
+    def __init__(self, plan: StepPlan | None, base: int, origin: int, page: int = 0, reservation: int | None = None,
+                 signature: int = 0, arena: int | None = None, first: int = 0, prologue: Sequence[tuple] = (),
+                 pro_offsets: dict[int, int] | None = None):
+        self.plan = plan              # the repeating step (None: a run plan's prologue only)
         self.signature = signature    # of the learned step (see PlanAllocator._failed)
         self.base = base
+        self.arena = plan.arena if arena is None else arena
+        #: a run plan's prologue: token keys and offsets by position from ``first``,
+        #: served before the step (see memtune.trace.runplan)
+        self.first = first
+        self.prologue = prologue
+        self.pro_offsets = pro_offsets or {}
+        #: pages mapped at least at once (0: only those a block touches). A run plan's
+        #: whole arena is in use by the run's peak, so it maps in a few large calls
+        self.chunk = 0
         #: virtual arena (page > 0): pages are mapped on first use and stay mapped, so
         #: slots the first cycle does not use yet (those of buffers alive across the cut,
         #: whose previous instances the online policy still holds) cost nothing until then
         self.page = page
         self.reservation = reservation
-        self.pages = bytearray(-(-plan.arena // page)) if page else None
-        self.mapped = 0 if page else plan.arena  # bytes of the arena backed by memory
+        self.pages = bytearray(-(-self.arena // page)) if page else None
+        self.mapped = 0 if page else self.arena  # bytes of the arena backed by memory
         self.origin = origin          # event position where rotated phase 0 starts
         self.live: dict[int, tuple[int, int, int]] = {}  # addr -> (size, requested, stream)
         self.serving = True           # False once the stream deviated (draining)
@@ -426,6 +441,8 @@ class PlanAllocator:
         self.deviations = 0
         self.planned_allocs = 0
         self._listeners: list[tuple[Listener, frozenset[EventKind] | None]] = []
+        if spec.run_plan is not None:
+            self._activate_run(spec.run_plan)
         from memtune.allocator.engine import _notify_created
 
         _notify_created(self)  # type: ignore[arg-type]
@@ -518,6 +535,33 @@ class PlanAllocator:
             first += p
         self._pending = (plan, first, sig)
 
+    def _activate_run(self, rp: Any) -> None:
+        """Serve a plan made from an earlier run, from the next allocation on."""
+        page = self.online._page
+        first = self._pos
+        step = rp.step
+        # the step's phase: (cut + pos - origin) % length == (pos - first - anchor) % length
+        origin = first + rp.anchor + (step.cut if step is not None else 0)
+        kw = dict(arena=rp.arena, first=first, prologue=rp.keys, pro_offsets=rp.offsets)
+        try:
+            res = self.device.reserve_address_space(-(-rp.arena // page) * page + page)
+        except (NotImplementedError, ValueError, AllocatorUsageError):
+            res = None
+        if res is not None:
+            self._active = a = _Active(step, -(-res // page) * page, origin, page, res, **kw)
+            a.chunk = max(1, -(-len(a.pages) // 8))  # type: ignore[arg-type]
+            return
+        try:
+            base = self.device.malloc(rp.arena)
+        except DeviceOutOfMemory:
+            return  # too big for this device: learn online instead
+        self._own_calls[0] += 1
+        self.stats.num_device_alloc += 1
+        self._arena_bytes += rp.arena
+        self.stats.inc(S.RESERVED_BYTES, S.LARGE, rp.arena)
+        self.stats.inc(S.SEGMENT, S.LARGE, 1)
+        self._active = _Active(step, base, origin, **kw)
+
     def _activate(self, plan: StepPlan, origin: int, signature: int = 0) -> None:
         # cached online memory served these buffers until now: give it back first,
         # and let the online policy size its slack by what it still serves
@@ -562,6 +606,9 @@ class PlanAllocator:
             m = k
             while m < j and not pages[m]:
                 m += 1
+            if m == j and a.chunk:
+                while m < len(pages) and m - k < a.chunk and not pages[m]:
+                    m += 1
             try:
                 self.device.map(a.base + k * page, (m - k) * page)
             except DeviceOutOfMemory:
@@ -581,7 +628,7 @@ class PlanAllocator:
         if a is None:
             return
         self.deviations += 1
-        if self._pos - a.origin < a.plan.length:
+        if a.signature and self._pos - a.origin < a.plan.length:
             self._failed.add(a.signature)
         a.serving = False
         self._active = None
@@ -657,11 +704,24 @@ class PlanAllocator:
             self._pending = None
             self._activate(plan, origin, signature)
 
-    def _expected(self, a: _Active) -> tuple[int, tuple]:
-        """(unrotated template phase, expected token key) of the current event."""
+    def _expected(self, a: _Active) -> tuple[int, tuple | None]:
+        """(unrotated template phase, expected token key) of the current event; in a run
+        plan's prologue, (-1 - position in the prologue, key); past a prologue-only
+        plan, (-1, None): nothing more is planned."""
+        q = self._pos - a.first
+        if q < len(a.prologue):
+            return -1 - q, a.prologue[q]
         plan = a.plan
+        if plan is None:
+            return -1, None
         phi = (plan.cut + (self._pos - a.origin)) % plan.length
         return phi, plan.template[phi]
+
+    @staticmethod
+    def _planned_offset(a: _Active, phi: int) -> int | None:
+        if phi < 0:
+            return a.pro_offsets.get(-1 - phi)
+        return a.plan.offsets.get(phi)  # type: ignore[union-attr]
 
     # ------------------------------------------------------------ API
     def malloc(self, size: int, stream: int = 0) -> int:
@@ -678,7 +738,7 @@ class PlanAllocator:
                 if want != key:
                     self._deviate()
                 else:
-                    off = a.plan.offsets.get(phi)
+                    off = self._planned_offset(a, phi)
                     if off is not None:
                         cand = a.base + off
                         rounded = (size + self.spec.alignment - 1) // self.spec.alignment * self.spec.alignment
@@ -847,7 +907,7 @@ class PlanAllocator:
 
         out: list[SegmentState] = []
         for a in ([self._active] if self._active else []) + self._draining:
-            runs = [(a.base, a.base + a.plan.arena)] if a.pages is None else _runs(a)
+            runs = [(a.base, a.base + a.arena)] if a.pages is None else _runs(a)
             addrs = list(a.by_off)
             j = 0
             for lo, end in runs:

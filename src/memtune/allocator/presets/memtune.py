@@ -45,6 +45,8 @@ PLAN_SETTINGS = SETTINGS + (
             aliases=("MEMTUNE_PLAN_MIN_PERIOD",)),
     Setting("max_period", "MEMTUNE_PLAN_MAX_PERIOD", "Longest repeating step (events) looked for.",
             aliases=("MEMTUNE_PLAN_MAX_PERIOD",)),
+    Setting("plan_file", "MEMTUNE_PLAN_FILE", "A plan made from an earlier run (memtune plan TRACE --save), "
+            "served from the first allocation.", aliases=("MEMTUNE_PLAN_FILE",)),
 )
 
 
@@ -101,7 +103,20 @@ def build_plan(settings: dict[str, Any], capacity: int, explicit: frozenset[str]
     growth = settings["growth"] if "growth" in explicit and "plan_growth" not in explicit else settings["plan_growth"]
     online = build(dict(settings, growth=growth), capacity, explicit, name="memtune-plan")
     resolved = dict(online.settings, plan_growth=growth, min_period=lo, max_period=hi)
-    return PlanSpec(name="memtune-plan", online=online, min_period=lo, max_period=hi, settings=resolved)
+    run_plan = None
+    path = settings.get("plan_file")
+    if path:
+        from memtune.errors import PlanFileError
+        from memtune.trace import runplan
+
+        try:
+            run_plan = runplan.load(path)
+        except PlanFileError as e:
+            raise ConfigError(f"plan_file (MEMTUNE_PLAN_FILE) = {str(path)!r}: {e}",
+                              variable="MEMTUNE_PLAN_FILE") from None
+        resolved["plan_file"] = str(path)
+    return PlanSpec(name="memtune-plan", online=online, min_period=lo, max_period=hi, run_plan=run_plan,
+                    settings=resolved)
 
 
 PRESETS = (

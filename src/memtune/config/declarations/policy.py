@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from memtune.config import declare, rule
 from memtune.config.registry import Variable
-from memtune.config.types import Bytes, Float, Int, SizeOrFraction
+from memtune.config.types import Bytes, Float, Int, Path, SizeOrFraction
 
 GROUP = "memtune"
 REFERENCE = "src/memtune/allocator/arena.py, src/memtune/trace/plan.py"
@@ -137,6 +137,21 @@ declare(
         default=32768,
         doc="Plan mode (memtune-plan): the longest repeating step, in allocation events, looked for. "
         "Memory for the learning history grows with it.",
+        group=GROUP,
+        reference=REFERENCE,
+    )
+)
+
+declare(
+    Variable(
+        name="MEMTUNE_PLAN_FILE",
+        type=Path(),
+        default=None,
+        doc="Plan mode (memtune-plan): a plan made from an earlier run of the same program (`memtune plan "
+        "TRACE --save PLAN.json`). It is served from the first allocation while the run follows the "
+        "recorded sequence, so the run's first steps -- where live bytes usually peak -- are planned too; "
+        "at the first deviation plan mode falls back to the online policy and learns as usual. Unset = "
+        "learn online only. Read when a memtune-plan allocator is created.",
         group=GROUP,
         reference=REFERENCE,
     )

@@ -1,0 +1,333 @@
+"""Plans made from an earlier run: plan mode from the first allocation.
+
+Why: plan mode learns a step while the run goes, so it can serve a step only once it
+has seen it three times. Live bytes first peak much earlier -- usually in the first
+step after the optimizer's state appears -- so the plan lowers later steps but never
+the run's peak. A training job is run again and again (restarts, resumes, sweeps), and
+its allocation sequence depends only on the program and its shapes. A plan made from
+one recorded run knows the whole sequence, and the next run can use it from its first
+allocation:
+
+* the **repeating step** is packed as plan mode packs it (:func:`memtune.trace.plan.make_plan`:
+  a cycle whose buffers may cross the step boundary), so it can repeat for as long as
+  the new run does;
+* everything before it (the **prologue**: the first steps, the model's weights, the
+  optimizer's state) is packed statically around the step's buffers
+  (:func:`memtune.trace.packing.pack_around`), with the lifetimes the recording shows.
+  A buffer never freed in the recording is kept clear of every slot of the step.
+
+:class:`memtune.trace.plan.PlanAllocator` serves a run plan from its first
+allocation while the run follows the recording (sizes, streams, the order of frees)
+and falls back to its online policy (and online learning) at the first deviation,
+as it does for a learned step. A run plan is a JSON file (``memtune plan TRACE
+--save PLAN``; ``MEMTUNE_PLAN_FILE`` or ``--set plan_file=PLAN`` uses it); a file
+that is not one gets a :class:`memtune.errors.PlanFileError` naming what is wrong.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from memtune.errors import PlanFileError
+from memtune.trace import packing
+from memtune.trace.model import Action, Event
+from memtune.trace.plan import ALLOC, FREE, STEP_COVERAGE, UNKNOWN_FREE, StepPlan, find_step, make_plan, tokenize
+
+FORMAT = "memtune-run-plan"
+VERSION = 1
+#: Largest arena a plan file may ask for (1 PiB): a bigger number is a corrupt file.
+MAX_ARENA = 1 << 50
+
+
+@dataclass
+class RunPlan:
+    """Offsets for a whole run: a prologue served by position, then a repeating step."""
+
+    keys: list[tuple]               # token keys of the prologue, by position (0 = first alloc/free)
+    offsets: dict[int, int]         # prologue alloc position -> offset in the arena
+    step: StepPlan | None           # the repeating step, from position ``start`` on (None: prologue only)
+    start: int                      # first position the step serves (= len(keys))
+    anchor: int                     # a position where the step's (unrotated) phase is 0
+    arena: int                      # bytes: the packed peak of prologue and step together
+    lower_bound: int                # peak live bytes of the planned buffers in the recording
+    alignment: int = 512
+    source: dict[str, Any] = field(default_factory=dict)  # trace, device, events of the recording
+    method: str = ""                # how the prologue was packed
+
+    @property
+    def ratio(self) -> float:
+        return self.arena / self.lower_bound if self.lower_bound else 1.0
+
+    def phase(self, position: int) -> int:
+        """The step's unrotated phase at ``position`` (>= ``start``)."""
+        assert self.step is not None
+        return (position - self.anchor) % self.step.length
+
+    # ------------------------------------------------------------ files
+    def to_json(self) -> dict[str, Any]:
+        st = self.step
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "source": self.source,
+            "alignment": self.alignment,
+            "arena": self.arena,
+            "lower_bound": self.lower_bound,
+            "method": self.method,
+            "prologue": {"keys": [list(k) for k in self.keys],
+                         "offsets": [[p, o] for p, o in sorted(self.offsets.items())]},
+            "step": None if st is None else {
+                "start": self.start, "anchor": self.anchor, "length": st.length, "cut": st.cut,
+                "template": [list(k) for k in st.template],
+                "offsets": [[p, o] for p, o in sorted(st.offsets.items())],
+                "durations": [[p, d] for p, d in sorted(st.durations.items())],
+                "arena": st.arena, "lower_bound": st.lower_bound,
+            },
+        }
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the plan as JSON (gzip-compressed when the name ends in ``.gz``)."""
+        path = Path(path)
+        text = json.dumps(self.to_json(), separators=(",", ":"))
+        tmp = path.with_name(path.name + ".tmp")
+        if path.suffix == ".gz":
+            with gzip.open(tmp, "wt", encoding="utf-8") as f:
+                f.write(text)
+        else:
+            tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)  # never a half-written plan under the real name
+        return path
+
+
+# ---------------------------------------------------------------- building
+
+
+def make_run_plan(events: Sequence[Event], *, alignment: int = 512, min_period: int = 4,
+                  time_budget: float = 2.0, rounds: int | None = None, source: dict[str, Any] | None = None) -> RunPlan:
+    """Plan a whole recorded device stream (see the module docstring).
+
+    Half of ``time_budget`` packs the step, the rest packs the prologue around it
+    (``rounds`` improvement rounds at most, as in :func:`memtune.trace.packing.pack`).
+    """
+    toks, keys = tokenize(events)
+    n = len(toks)
+    per, template = find_step(events, min_period=min_period)
+    # every alloc's size and the position of its free (None: never freed in the recording)
+    size_at: dict[int, int] = {}
+    death: dict[int, int] = {}
+    born: dict[int, int] = {}
+    pos = 0
+    for ev in events:
+        if ev.action is Action.ALLOC:
+            born[ev.address] = pos
+            size_at[pos] = ev.size
+        elif ev.action is Action.FREE:
+            b = born.pop(ev.address, None)
+            if b is not None:
+                death[b] = pos
+        else:
+            continue
+        pos += 1
+    step = None
+    start, anchor = n, 0
+    if per is not None and per.length * per.count < STEP_COVERAGE * n:
+        per = None  # what repeats is a sliver of the run (a layer, a shape that recurs): no step
+    if per is not None:
+        step = make_plan(template, alignment, time_budget / 2, rounds=rounds)
+        if step.arena == 0:
+            step = None
+        else:
+            p = per.length
+            last = per.start + (per.count - 1) * p  # the template's first position
+            # the step serves from the first position where the recording follows it
+            # without a break up to its last repetition
+            j = last
+            while j > 0 and toks[j - 1] == toks[j - 1 + p]:
+                j -= 1
+            start, anchor = j, last
+            # where the recording stops following the step (its teardown)
+            end = last + p
+            while end < n and toks[end] == toks[end - p]:
+                end += 1
+    if step is None:
+        end = max(size_at, default=-1) + 1  # after the last allocation only frees come: teardown
+    # a buffer freed only in the teardown lives for as long as the run does: in a longer
+    # run its free comes later (the model's weights, the optimizer's state)
+    death = {q: f for q, f in death.items() if f < end}
+    round_up = lambda s: (s + alignment - 1) // alignment * alignment  # noqa: E731
+    horizon = n if step is None else n + 2 * step.length
+    # buffers the recording never frees (weights, the optimizer's state) go at the bottom,
+    # in the order they come: if a later run deviates, the arena it keeps holding is
+    # those buffers, on as few pages as they fill
+    offsets: dict[int, int] = {}
+    fixed: list[tuple[int, int, int, int]] = []
+    base = 0
+    for q in range(start):
+        if q in size_at and q not in death:
+            offsets[q] = base
+            fixed.append((q, horizon, round_up(size_at[q]), base))
+            base += round_up(size_at[q])
+    if step is not None and base:
+        step = dataclasses.replace(step, offsets={ph: o + base for ph, o in step.offsets.items()},
+                                   arena=step.arena + base)
+    if step is not None:
+        # the step's buffers from ``start`` on, at their cyclic offsets, for two more
+        # cycles past the recording: a buffer the recording never frees must stay clear
+        # of every slot the step uses in any cycle
+        for q in range(start, horizon):
+            ph = (q - anchor) % step.length
+            off = step.offsets.get(ph)
+            if off is not None:
+                sz = step.template[ph][1]
+                fixed.append((q, q + step.durations[ph], round_up(sz), off))
+    if step is not None:
+        # a prologue buffer freed where the step already serves is the previous cycle's
+        # instance of a step buffer when its free follows the template: it takes that
+        # instance's slot, which the packed cycle keeps clear of every other
+        for q in range(start):
+            f = death.get(q)
+            if f is None or f < start:
+                continue
+            d = f - q
+            ph = (f - anchor) % step.length
+            a = (ph - d) % step.length
+            if step.template[ph] == (FREE, d) and step.durations.get(a) == d and step.template[a] == keys[toks[q]]:
+                offsets[q] = step.offsets[a]
+                fixed.append((q, f, round_up(size_at[q]), offsets[q]))
+    pro_pos = [q for q in range(start) if q in size_at and q not in offsets]
+    intervals = [(q, death.get(q, horizon), size_at[q]) for q in pro_pos]
+    pk = packing.pack_around(intervals, fixed, alignment=alignment,
+                             time_budget=time_budget / 2 if step is not None else time_budget, rounds=rounds)
+    offsets.update({q: int(o) for q, o in zip(pro_pos, pk.offsets)})
+    # the lower bound: live requested bytes of the planned buffers over the recording
+    planned = [q for q in size_at if q < start or (step is not None and (q - anchor) % step.length in step.offsets)]
+    lb = packing.lower_bound([(q, death.get(q, n), size_at[q]) for q in planned]) if planned else 0
+    src = dict(source or {})
+    src.setdefault("events", n)
+    return RunPlan([keys[t] for t in toks[:start].tolist()], offsets, step, start, anchor, int(pk.peak), lb,
+                   alignment, src, pk.method)
+
+
+# ---------------------------------------------------------------- reading
+
+
+def load(path: str | os.PathLike) -> RunPlan:
+    """Read a plan file written by :meth:`RunPlan.save`, checking every field."""
+    name = str(path)
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as e:
+        raise PlanFileError(f"cannot read plan file {name}: {e.strerror or e}", path=name) from None
+    try:
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        data = json.loads(raw.decode("utf-8"))
+    except (OSError, EOFError, UnicodeDecodeError, ValueError) as e:
+        raise PlanFileError(f"plan file {name} is not JSON (or gzip-compressed JSON): {e}; write one with "
+                            "`memtune plan TRACE --save PLAN.json`", path=name) from None
+    return from_json(data, name)
+
+
+def from_json(data: Any, name: str = "<plan>") -> RunPlan:
+    """Check and convert what :meth:`RunPlan.to_json` wrote."""
+    def bad(what: str, value: Any, accepted: str) -> PlanFileError:
+        shown = repr(value)
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
+        return PlanFileError(f"plan file {name}: {what} is {shown}; expected {accepted}", path=name)
+
+    def obj(d: Any, what: str) -> dict:
+        if not isinstance(d, dict):
+            raise bad(what, d, "a JSON object")
+        return d
+
+    def nat(d: dict, key: str, what: str, lo: int = 0, hi: int = MAX_ARENA) -> int:
+        v = d.get(key)
+        if type(v) is not int or not lo <= v <= hi:
+            raise bad(f"{what}.{key}", v, f"an integer in [{lo}, {hi}]")
+        return v
+
+    def key_list(v: Any, what: str) -> list[tuple]:
+        if not isinstance(v, list):
+            raise bad(what, v, "a list of tokens")
+        out = []
+        for i, k in enumerate(v):
+            ok = (isinstance(k, list) and k and all(type(x) is int for x in k) and (
+                (k[0] == ALLOC and len(k) == 3 and k[1] > 0 and k[2] >= 0)
+                or (k[0] == FREE and len(k) == 2 and k[1] > 0)
+                or (k[0] == UNKNOWN_FREE and len(k) == 2 and k[1] >= 0)))
+            if not ok:
+                raise bad(f"{what}[{i}]", k, f"[{ALLOC}, size > 0, stream >= 0] (alloc), [{FREE}, distance > 0] "
+                                             f"(free) or [{UNKNOWN_FREE}, size] (free of an earlier block)")
+            out.append(tuple(k))
+        return out
+
+    def offset_map(v: Any, what: str, keys: list[tuple], arena: int, align: int) -> dict[int, int]:
+        if not isinstance(v, list):
+            raise bad(what, v, "a list of [position, offset] pairs")
+        out: dict[int, int] = {}
+        for i, pair in enumerate(v):
+            if not (isinstance(pair, list) and len(pair) == 2 and all(type(x) is int for x in pair)):
+                raise bad(f"{what}[{i}]", pair, "[position, offset] (integers)")
+            q, o = pair
+            if not 0 <= q < len(keys) or keys[q][0] != ALLOC:
+                raise bad(f"{what}[{i}] position", q, "the position of an alloc token in the same plan")
+            size = (keys[q][1] + align - 1) // align * align
+            if o < 0 or o % align or o + size > arena:
+                raise bad(f"{what}[{i}] offset", o, f"a multiple of {align} with offset + {size} <= arena ({arena})")
+            out[q] = o
+        return out
+
+    d = obj(data, "the file")
+    if d.get("format") != FORMAT:
+        raise bad("format", d.get("format"), f"{FORMAT!r} (a plan written by `memtune plan TRACE --save`)")
+    if d.get("version") != VERSION:
+        raise bad("version", d.get("version"), f"{VERSION} (this memtune reads version {VERSION})")
+    align = nat(d, "alignment", "plan", 1, 1 << 30)
+    if align & (align - 1):
+        raise bad("alignment", align, "a power of two")
+    arena = nat(d, "arena", "plan")
+    lb = nat(d, "lower_bound", "plan")
+    source = d.get("source", {})
+    if not isinstance(source, dict):
+        raise bad("source", source, "a JSON object")
+    pro = obj(d.get("prologue"), "prologue")
+    keys = key_list(pro.get("keys"), "prologue.keys")
+    offsets = offset_map(pro.get("offsets"), "prologue.offsets", keys, arena, align)
+    st = d.get("step")
+    step = None
+    start, anchor = len(keys), 0
+    if st is not None:
+        st = obj(st, "step")
+        if nat(st, "start", "step") != len(keys):
+            raise bad("step.start", st.get("start"), f"the prologue's length ({len(keys)})")
+        anchor = nat(st, "anchor", "step")
+        length = nat(st, "length", "step", 1, 1 << 31)
+        cut = nat(st, "cut", "step", 0, length - 1)
+        template = key_list(st.get("template"), "step.template")
+        if len(template) != length:
+            raise bad("step.template", f"{len(template)} tokens", f"step.length ({length}) tokens")
+        soff = offset_map(st.get("offsets"), "step.offsets", template, arena, align)
+        dur_raw = st.get("durations")
+        if not isinstance(dur_raw, list):
+            raise bad("step.durations", dur_raw, "a list of [phase, events] pairs")
+        durations: dict[int, int] = {}
+        for i, pair in enumerate(dur_raw):
+            if not (isinstance(pair, list) and len(pair) == 2 and all(type(x) is int for x in pair)
+                    and pair[0] in soff and pair[1] > 0):
+                raise bad(f"step.durations[{i}]", pair, "[phase of a planned alloc, events > 0]")
+            durations[pair[0]] = pair[1]
+        if set(durations) != set(soff):
+            raise bad("step.durations", f"{len(durations)} phases", f"one per planned alloc ({len(soff)})")
+        s_arena = nat(st, "arena", "step")
+        step = StepPlan(length, cut, template, soff, s_arena, nat(st, "lower_bound", "step"),
+                        sum(template[q][1] for q in soff), 0, None, durations)
+    return RunPlan(keys, offsets, step, start, anchor, arena, lb, align, source, str(d.get("method", "")))

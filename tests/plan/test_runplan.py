@@ -1,0 +1,319 @@
+"""Plans made from an earlier run (memtune.trace.runplan): packing, files, serving."""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import memtune
+from memtune.allocator.arena import ArenaSpec
+from memtune.cli.main import main as cli
+from memtune.devices.simulated import SimulatedDevice
+from memtune.errors import ConfigError, PlanFileError
+from memtune.trace import packing, runplan
+from memtune.trace.model import Action, Event
+from memtune.trace.plan import PlanAllocator, PlanSpec, lifetimes
+from memtune.trace.replay import replay_device
+
+from .test_plan import KiB, lazy_optimizer_training
+
+REPO = Path(__file__).resolve().parents[2]
+HELDOUT = REPO / "benchmarks" / "heldout"
+DEMO = REPO / "src" / "memtune" / "data" / "traces"
+RERUN = HELDOUT / "rerun"
+
+
+def serve(plan: runplan.RunPlan | None, evs: list[Event], page: int = 64 * KiB) -> tuple[PlanAllocator, int]:
+    """Drive a memtune-plan allocator over ``evs``, checking after every event that no
+    two live blocks overlap; returns it and the peak of its reserved bytes."""
+    dev = SimulatedDevice(1 << 40)
+    a = PlanAllocator(PlanSpec(online=ArenaSpec(page=page), run_plan=plan), dev)
+    addr: dict[int, int] = {}
+    peak = 0
+    for ev in evs:
+        if ev.action is Action.ALLOC:
+            addr[ev.address] = a.malloc(ev.size, ev.stream)
+        elif ev.action is Action.FREE:
+            a.free(addr.pop(ev.address))
+        blocks = sorted((x, s) for x, s, _r, _st in a.live_blocks())
+        assert all(x1 + s1 <= x2 for (x1, s1), (x2, _s) in zip(blocks, blocks[1:])), "live blocks overlap"
+        peak = max(peak, a.reserved_bytes)
+    assert a.reserved_bytes == dev.counters.bytes_in_use
+    return a, peak
+
+
+def bound(evs: list[Event]) -> int:
+    return packing.lower_bound(lifetimes(evs))
+
+
+# ---------------------------------------------------------------- packing around fixed buffers
+
+
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(1, 12), st.integers(1, 40)), min_size=1, max_size=25),
+       st.lists(st.tuples(st.integers(0, 30), st.integers(1, 12), st.integers(1, 40), st.integers(0, 60)),
+                max_size=10))
+@settings(max_examples=60, deadline=None)
+def test_pack_around_never_overlaps_the_fixed_buffers_or_each_other(free, fixed):
+    fixed = [(a, a + d, s, o) for a, d, s, o in fixed]
+    # the fixed buffers must not overlap each other: keep those that fit
+    kept: list[tuple[int, int, int, int]] = []
+    for f in fixed:
+        if not packing.conflicts([x[:3] for x in kept] + [f[:3]], [x[3] for x in kept] + [f[3]]):
+            kept.append(f)
+    intervals = [(a, a + d, s) for a, d, s in free]
+    pk = packing.pack_around(intervals, kept, rounds=4)
+    allv = intervals + [f[:3] for f in kept]
+    offs = list(pk.offsets) + [f[3] for f in kept]
+    assert packing.conflicts(allv, offs) == []
+    assert pk.peak == max(o + s for (_a, _b, s), o in zip(allv, offs))
+    assert pk.peak >= pk.lower_bound == packing.lower_bound(allv)
+
+
+def test_pack_around_rejects_bad_fixed_buffers():
+    with pytest.raises(ValueError, match="fixed buffer 0 is invalid.*offset=-1"):
+        packing.pack_around([(0, 1, 8)], [(0, 2, 8, -1)])
+    with pytest.raises(ValueError, match="rounds"):
+        packing.pack_around([(0, 1, 8)], [], rounds=-1)
+
+
+# ---------------------------------------------------------------- building and serving
+
+
+def test_a_run_plan_serves_a_longer_run_from_its_first_allocation_at_the_bound():
+    recorded = lazy_optimizer_training(4)
+    plan = runplan.make_run_plan(recorded, alignment=512, time_budget=1.0, rounds=20)
+    assert plan.step is not None and plan.start > 0
+    # the plan is valid for the recording and as many cycles past it as packed
+    assert plan.arena >= plan.lower_bound == bound(recorded)
+    longer = lazy_optimizer_training(12)
+    a, peak = serve(plan, longer, page=512)
+    assert a.deviations == 0
+    allocs = sum(1 for e in longer if e.action is Action.ALLOC)
+    assert a.planned_allocs == allocs  # every allocation, the weights and the optimizer state included
+    assert peak == plan.arena  # one arena, no online memory
+    # learning online from scratch serves the first steps online: more memory
+    _a0, peak0 = serve(None, longer, page=512)
+    assert peak <= peak0
+    assert plan.arena <= 1.05 * bound(longer)
+
+
+def test_a_run_that_deviates_falls_back_and_learns_online():
+    plan = runplan.make_run_plan(lazy_optimizer_training(4), time_budget=0.5, rounds=5)
+    evs = lazy_optimizer_training(6)
+    # step 6 allocates a size the recording never had
+    cut = max(i for i, e in enumerate(evs) if e.action is Action.FREE and e.address < 10**8 and e.address >= 60000)
+    evs = evs[:cut] + [Event(Action.ALLOC, 999, 9 * KiB), Event(Action.FREE, 999)] + evs[cut:]
+    evs += lazy_optimizer_training(12)[len(lazy_optimizer_training(6)):]  # and the run goes on
+    a, _peak = serve(plan, evs, page=512)
+    assert a.deviations >= 1 and a.planned_allocs > 0
+    assert a.live_blocks()  # the weights are still live, in the draining arena
+
+
+def test_a_prologue_only_plan_stops_serving_at_its_end():
+    evs = [Event(Action.ALLOC, i, (i + 1) * KiB) for i in range(5)] + [Event(Action.FREE, i) for i in range(5)]
+    plan = runplan.make_run_plan(evs)
+    assert plan.step is None and plan.start == 10
+    a, peak = serve(plan, evs + [Event(Action.ALLOC, 50, KiB), Event(Action.FREE, 50)])
+    assert a.planned_allocs == 5 and a.deviations == 1
+
+
+@st.composite
+def programs(draw):
+    """A random program (allocs and frees of a few sizes), run once to record and
+    then again with a random change part-way."""
+    n = draw(st.integers(4, 40))
+    sizes = draw(st.lists(st.sampled_from([1, 2, 3, 8]), min_size=n, max_size=n))
+    evs: list[Event] = []
+    live: list[int] = []
+    for i, s in enumerate(sizes):
+        evs.append(Event(Action.ALLOC, i, s * KiB))
+        live.append(i)
+        while live and draw(st.booleans()):
+            evs.append(Event(Action.FREE, live.pop(draw(st.integers(0, len(live) - 1)))))
+    change = draw(st.integers(0, len(evs)))
+    return evs, change
+
+
+@given(programs(), st.integers(1, 3))
+@settings(max_examples=60, deadline=None)
+def test_no_plan_can_make_live_blocks_overlap(prog, times):
+    evs, change = prog
+    plan = runplan.make_run_plan(evs * 1, time_budget=0.0, rounds=0)
+    # the run repeats the program (a step) and changes one allocation part-way
+    run: list[Event] = []
+    for k in range(times):
+        run += [Event(e.action, e.address + 1000 * k, e.size) for e in evs]
+    i = min(change, len(run) - 1)
+    if run[i].action is Action.ALLOC:
+        run[i] = Event(Action.ALLOC, run[i].address, run[i].size + KiB)
+    serve(plan, run)
+
+
+# ---------------------------------------------------------------- files
+
+
+def test_plan_files_round_trip(tmp_path):
+    plan = runplan.make_run_plan(lazy_optimizer_training(4), time_budget=0.2, rounds=2,
+                                 source={"trace": "synthetic", "device": 0})
+    for name in ("p.json", "p.json.gz"):
+        back = runplan.load(plan.save(tmp_path / name))
+        assert (back.keys, back.offsets, back.start, back.anchor, back.arena, back.lower_bound) == (
+            plan.keys, plan.offsets, plan.start, plan.anchor, plan.arena, plan.lower_bound)
+        assert back.step is not None and plan.step is not None
+        assert (back.step.template, back.step.offsets, back.step.durations, back.step.cut) == (
+            plan.step.template, plan.step.offsets, plan.step.durations, plan.step.cut)
+        assert back.source == {"trace": "synthetic", "device": 0, "events": plan.source["events"]}
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def _edit(data: dict, path: str, value) -> dict:
+    d = json.loads(json.dumps(data))
+    *head, last = path.split(".")
+    cur = d
+    for k in head:
+        cur = cur[int(k)] if isinstance(cur, list) else cur[k]
+    if isinstance(cur, list):
+        cur[int(last)] = value
+    else:
+        cur[last] = value
+    return d
+
+
+@pytest.mark.parametrize("path, value, says", [
+    ("format", "something", "format is 'something'; expected 'memtune-run-plan'"),
+    ("version", 99, "version is 99; expected 1"),
+    ("arena", -5, "plan.arena is -5; expected an integer"),
+    ("alignment", 3, "alignment is 3; expected a power of two"),
+    ("prologue.keys.0", [0, -1, 0], "prologue.keys[0] is [0, -1, 0]"),
+    ("prologue.offsets.0", [0, 1 << 40], "prologue.offsets[0] offset is 1099511627776"),
+    ("prologue.offsets.0", [10**6, 0], "prologue.offsets[0] position is 1000000; expected the position of an alloc"),
+    ("step.template", [], "step.template is '0 tokens'"),
+    ("step.durations", [[0, 0]], "step.durations[0] is [0, 0]"),
+    ("step.start", 3, "step.start is 3; expected the prologue's length"),
+])
+def test_bad_plan_files_are_named_errors(tmp_path, path, value, says):
+    plan = runplan.make_run_plan(lazy_optimizer_training(4), time_budget=0.1, rounds=0)
+    data = _edit(plan.to_json(), path, value)
+    f = tmp_path / "bad.json"
+    f.write_text(json.dumps(data))
+    with pytest.raises(PlanFileError) as e:
+        runplan.load(f)
+    assert str(f) in str(e.value) and says in str(e.value)
+
+
+def test_unreadable_plan_files_are_named_errors(tmp_path):
+    with pytest.raises(PlanFileError, match="cannot read plan file .*missing.json"):
+        runplan.load(tmp_path / "missing.json")
+    (tmp_path / "t.json").write_text("{not json")
+    with pytest.raises(PlanFileError, match="is not JSON"):
+        runplan.load(tmp_path / "t.json")
+    (tmp_path / "t.json.gz").write_bytes(gzip.compress(b'{"a": 1}')[:-6])
+    with pytest.raises(PlanFileError, match="is not JSON"):
+        runplan.load(tmp_path / "t.json.gz")
+    (tmp_path / "list.json").write_text("[1, 2]")
+    with pytest.raises(PlanFileError, match="the file is \\[1, 2\\]; expected a JSON object"):
+        runplan.load(tmp_path / "list.json")
+
+
+def test_the_plan_file_setting_names_the_variable(tmp_path):
+    (tmp_path / "t.json").write_text("{}")
+    with pytest.raises(ConfigError, match="MEMTUNE_PLAN_FILE") as e:
+        memtune.allocator("memtune-plan", device=SimulatedDevice(1 << 30), plan_file=str(tmp_path / "t.json"))
+    assert "format" in str(e.value)
+
+
+# ---------------------------------------------------------------- the command line
+
+
+def test_memtune_plan_save_writes_a_plan_a_replay_uses(tmp_path, capsys):
+    out = tmp_path / "plan.json"
+    assert cli(["plan", str(DEMO / "mlp-train.jsonl.gz"), "--no-replay", "--save", str(out),
+                "--pack-seconds", "0.5"]) == 0
+    text = capsys.readouterr().out
+    assert "wrote" in text and "MEMTUNE_PLAN_FILE" in text
+    assert runplan.load(out).step is not None
+    assert cli(["plan", str(DEMO / "mlp-train.jsonl.gz"), "--json", "--no-replay", "--save",
+                str(tmp_path / "p2.json"), "--pack-seconds", "0.2"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["run_plan"]["arena_bytes"] > 0
+    assert cli(["replay", str(DEMO / "mlp-train.jsonl.gz"), "--policy", "memtune-plan", "--set",
+                f"plan_file={out}"]) == 0
+    assert "MEMTUNE_PLAN_FILE" in capsys.readouterr().out
+
+
+def test_memtune_plan_save_needs_one_device(shared_trace_path, tmp_path, capsys):
+    path = shared_trace_path("pytorch-snapshot-cold-expandable-3dev.pickle")
+    assert cli(["plan", str(path), "--no-replay", "--save", str(tmp_path / "p.json")]) == 2
+    err = capsys.readouterr().err
+    assert "device streams" in err and "--device" in err
+    assert not (tmp_path / "p.json").exists()
+
+
+# ---------------------------------------------------------------- a later run of real programs
+
+#: fixed-shape runs: a later run (twice the steps, other data) follows the recording
+FIXED_SHAPES = ["gru-lm-train", "vgg-train", "vit-train", "resnet-train", "unet-train", "gpt-accum-train",
+                "cnn-train", "mlp-train", "transformer-train"]
+#: 2 MiB pages cannot hold mlp-train's 36.8 MiB within 2 %: 19 pages are 1.032 x its bound
+PAGE_FLOOR = {"mlp-train"}
+#: runs whose shapes depend on the data: a later run deviates early
+CHANGING_SHAPES = ["lstm-varlen-train", "encoder-serve"]
+
+
+def _recorded(name: str) -> Path:
+    return (DEMO if (DEMO / f"{name}.jsonl.gz").exists() else HELDOUT) / f"{name}.jsonl.gz"
+
+
+@pytest.fixture(scope="module")
+def later_runs(tmp_path_factory):
+    """(plan file, later run) per workload: the plan made from the recording in the
+    repository, the later run captured separately (benchmarks/heldout/rerun)."""
+    d = tmp_path_factory.mktemp("plans")
+    out = {}
+    for name in FIXED_SHAPES + CHANGING_SHAPES:
+        tr = memtune.load_trace(_recorded(name))
+        plan = runplan.make_run_plan(tr.devices[0].events, time_budget=2.0, rounds=40)
+        out[name] = (plan.save(d / f"{name}.json"), memtune.load_trace(RERUN / f"{name}.jsonl.gz"), plan)
+    return out
+
+
+def _replay(tr, policy: str, **settings):
+    dt = dataclasses.replace(tr.devices[0], settings={})
+    r = replay_device(tr, dt, policy, settings=settings or None)
+    return r, dt.peak_requested_bytes(), r.device_allocs + r.device_frees
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(
+    strict=True, reason="page granularity: the bound rounded up to 2 MiB pages is 1.032 x the bound"))
+    if n in PAGE_FLOOR else n for n in FIXED_SHAPES])
+def test_a_plan_from_an_earlier_run_meets_the_plan_target_on_a_later_run(later_runs, name):
+    path, later, plan = later_runs[name]
+    r, lb, calls = _replay(later, "memtune-plan", plan_file=str(path))
+    learned, _lb, _c = _replay(later, "memtune-plan")
+    assert r.peak_reserved_bytes <= learned.peak_reserved_bytes and not r.ooms
+    assert r.peak_reserved_bytes <= 1.02 * lb, f"{name}: {r.peak_reserved_bytes / lb:.4f} of the bound"
+
+
+@pytest.mark.parametrize("name", FIXED_SHAPES)
+def test_a_later_run_served_by_a_plan_is_within_a_page_of_the_page_rounded_bound(later_runs, name):
+    path, later, plan = later_runs[name]
+    r, lb, _calls = _replay(later, "memtune-plan", plan_file=str(path))
+    page = 2 << 20
+    floor = -(-lb // page) * page  # no allocator that maps pages can reserve less
+    assert r.peak_reserved_bytes <= floor + page, f"{name}: {r.peak_reserved_bytes / lb:.4f} of the bound"
+    assert plan.ratio <= 1.01  # the recording itself packs within 1 % of its bound
+
+
+@pytest.mark.parametrize("name", CHANGING_SHAPES)
+def test_a_plan_from_a_run_with_other_shapes_costs_little(later_runs, name):
+    path, later, _plan = later_runs[name]
+    r, lb, _calls = _replay(later, "memtune-plan", plan_file=str(path))
+    learned, _lb, _c = _replay(later, "memtune-plan")
+    # the later run leaves the recorded sequence early: plan mode falls back to its online policy
+    assert r.peak_reserved_bytes <= 1.02 * learned.peak_reserved_bytes, (
+        f"{name}: {r.peak_reserved_bytes / lb:.4f} against {learned.peak_reserved_bytes / lb:.4f} learned online")
