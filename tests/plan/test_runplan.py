@@ -317,3 +317,13 @@ def test_a_plan_from_a_run_with_other_shapes_costs_little(later_runs, name):
     # the later run leaves the recorded sequence early: plan mode falls back to its online policy
     assert r.peak_reserved_bytes <= 1.02 * learned.peak_reserved_bytes, (
         f"{name}: {r.peak_reserved_bytes / lb:.4f} against {learned.peak_reserved_bytes / lb:.4f} learned online")
+
+
+def test_a_plan_smaller_than_a_page_gets_one_exact_device_allocation():
+    evs = lazy_optimizer_training(4)
+    plan = runplan.make_run_plan(evs, rounds=5)
+    assert plan.arena < 2 << 20
+    a, peak = serve(plan, lazy_optimizer_training(8), page=2 << 20)
+    assert a.deviations == 0 and peak == plan.arena
+    assert a.stats.num_device_alloc == 1  # the arena: nothing went online
+    a.close()

@@ -543,10 +543,14 @@ class PlanAllocator:
         # the step's phase: (cut + pos - origin) % length == (pos - first - anchor) % length
         origin = first + rp.anchor + (step.cut if step is not None else 0)
         kw = dict(arena=rp.arena, first=first, prologue=rp.keys, pro_offsets=rp.offsets)
-        try:
-            res = self.device.reserve_address_space(-(-rp.arena // page) * page + page)
-        except (NotImplementedError, ValueError, AllocatorUsageError):
-            res = None
+        if rp.arena == 0:
+            return
+        res = None
+        if rp.arena >= page:  # (a smaller arena gets an exact allocation, not a mostly empty page)
+            try:
+                res = self.device.reserve_address_space(-(-rp.arena // page) * page + page)
+            except (NotImplementedError, ValueError, AllocatorUsageError):
+                res = None
         if res is not None:
             self._active = a = _Active(step, -(-res // page) * page, origin, page, res, **kw)
             a.chunk = max(1, -(-len(a.pages) // 8))  # type: ignore[arg-type]
