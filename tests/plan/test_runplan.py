@@ -327,3 +327,33 @@ def test_a_plan_smaller_than_a_page_gets_one_exact_device_allocation():
     assert a.deviations == 0 and peak == plan.arena
     assert a.stats.num_device_alloc == 1  # the arena: nothing went online
     a.close()
+
+
+def test_a_plan_maps_its_arena_in_a_few_calls_and_no_page_long_before_it_is_needed():
+    plan = runplan.make_run_plan(lazy_optimizer_training(4), rounds=5)
+    page = 512
+    first = plan.first_use(page)
+    assert first.min() == 0 and len(first) == -(-plan.arena // page)
+    a, _peak = serve(plan, lazy_optimizer_training(8), page=page)
+    # the whole arena is used within the first step: one mapping, not one per block's pages
+    assert (first < plan.start + 64).all()
+    assert a.stats.num_device_alloc == 1 and a.deviations == 0
+    # a page first used far later is not mapped until then
+    late = dataclasses.replace(plan, source=dict(plan.source, events=0))  # lookahead of 64 positions
+    far = np.full_like(first, 10**6)
+    far[:2] = 0
+    late.first_use = lambda page: far  # type: ignore[method-assign]
+    b, _peak = serve(late, lazy_optimizer_training(8), page=page)
+    assert b.stats.num_device_alloc > 1
+
+
+def test_frees_of_blocks_from_before_a_warm_start_are_tokens_of_their_size():
+    from memtune.trace.model import BlockState, SegmentState
+    from memtune.trace.plan import UNKNOWN_FREE
+
+    dev = SimulatedDevice(1 << 40)
+    a = PlanAllocator(PlanSpec(online=ArenaSpec(page=64 * KiB)), dev)
+    seg = SegmentState(0, 64 * KiB, 0, "large", (BlockState(0, 4 * KiB, 3000, True), BlockState(4 * KiB, 60 * KiB, 0, False)))
+    mapping = a.restore([seg])
+    a.free(mapping[0])
+    assert a._tk.keys[int(a._hist[a._hlen - 1])] == (UNKNOWN_FREE, 3000)  # as tokenize() keys it

@@ -60,6 +60,8 @@ from memtune.trace.model import Action, Event, SegmentState, requested_peak_at
 
 #: Token kinds.
 ALLOC, FREE, UNKNOWN_FREE = 0, 1, 2
+#: alloc position of a block restored by a warm start (allocated before the stream began)
+_BEFORE = -(1 << 40)
 
 
 # --------------------------------------------------------------------------- tokens
@@ -371,7 +373,7 @@ class _Active:
     """A plan being served: arena address, phase origin, live planned blocks."""
 
     __slots__ = ("plan", "base", "origin", "live", "serving", "by_off", "pages", "page", "reservation", "mapped",
-                 "signature", "arena", "first", "prologue", "pro_offsets", "chunk")
+                 "signature", "arena", "first", "prologue", "pro_offsets", "first_use", "lookahead")
 
     def __init__(self, plan: StepPlan | None, base: int, origin: int, page: int = 0, reservation: int | None = None,
                  signature: int = 0, arena: int | None = None, first: int = 0, prologue: Sequence[tuple] = (),
@@ -385,9 +387,12 @@ class _Active:
         self.first = first
         self.prologue = prologue
         self.pro_offsets = pro_offsets or {}
-        #: pages mapped at least at once (0: only those a block touches). A run plan's
-        #: whole arena is in use by the run's peak, so it maps in a few large calls
-        self.chunk = 0
+        #: a run plan knows when each arena page is first used (position from ``first``):
+        #: a mapping takes along the pages that follow it and are used within
+        #: ``lookahead`` positions, so the arena costs a few device calls and holds no
+        #: page long before it is needed (None: only the pages a block touches)
+        self.first_use: np.ndarray | None = None
+        self.lookahead = 0
         #: virtual arena (page > 0): pages are mapped on first use and stay mapped, so
         #: slots the first cycle does not use yet (those of buffers alive across the cut,
         #: whose previous instances the online policy still holds) cost nothing until then
@@ -425,6 +430,7 @@ class PlanAllocator:
         self._hlen = 0
         self._pos = 0
         self._born: dict[int, int] = {}   # address -> alloc position (every live block)
+        self._restored: dict[int, int] = {}  # address -> requested bytes of blocks restored by a warm start
         self._next_check = spec.min_period * 2
         self._active: _Active | None = None
         self._draining: list[_Active] = []
@@ -553,7 +559,8 @@ class PlanAllocator:
                 res = None
         if res is not None:
             self._active = a = _Active(step, -(-res // page) * page, origin, page, res, **kw)
-            a.chunk = max(1, -(-len(a.pages) // 8))  # type: ignore[arg-type]
+            a.first_use = rp.first_use(page)
+            a.lookahead = max(64, rp.source.get("events", 0) // 16)
             return
         try:
             base = self.device.malloc(rp.arena)
@@ -610,8 +617,9 @@ class PlanAllocator:
             m = k
             while m < j and not pages[m]:
                 m += 1
-            if m == j and a.chunk:
-                while m < len(pages) and m - k < a.chunk and not pages[m]:
+            if m == j and a.first_use is not None:
+                soon = self._pos - a.first + a.lookahead
+                while m < len(pages) and not pages[m] and a.first_use[m] <= soon:
                     m += 1
             try:
                 self.device.map(a.base + k * page, (m - k) * page)
@@ -786,7 +794,7 @@ class PlanAllocator:
                 # let the online allocator produce the precise error
                 self.online.free(address)
                 raise AssertionError("unreachable")
-            key = (FREE, self._pos - born)
+            key = (UNKNOWN_FREE, self._restored.pop(address)) if born == _BEFORE else (FREE, self._pos - born)
             self._check_pending(key)
             owner = None
             for a in ([self._active] if self._active is not None else []) + self._draining:
@@ -892,7 +900,9 @@ class PlanAllocator:
                 b = self.online._live.get(addr)
                 if b is not None:
                     self.stats.on_alloc(b.region.pool, b.size, b.requested)
-                    self._born[addr] = -(1 << 40)  # before the stream: frees get a distance no step has
+                    # before the stream: its free is a token of its size, as tokenize() makes it
+                    self._born[addr] = _BEFORE
+                    self._restored[addr] = b.requested
             self._sync_reserved()
             st = self.stats
             st.num_device_alloc = st.num_device_free = 0

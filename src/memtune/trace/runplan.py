@@ -71,6 +71,30 @@ class RunPlan:
         assert self.step is not None
         return (position - self.anchor) % self.step.length
 
+    def first_use(self, page: int) -> np.ndarray:
+        """For each ``page``-sized page of the arena, the first position a planned block
+        touches it (the prologue, then the step's first cycle); never-used pages get a
+        position past every other."""
+        pages = -(-self.arena // page)
+        never = np.iinfo(np.int64).max
+        out = np.full(pages, never, dtype=np.int64)
+        align = self.alignment
+
+        def touch(q: int, off: int, size: int) -> None:
+            i, j = off // page, -(-(off + (size + align - 1) // align * align) // page)
+            np.minimum(out[i:j], q, out=out[i:j])
+
+        for q, off in self.offsets.items():
+            touch(q, off, self.keys[q][1])
+        st = self.step
+        if st is not None:
+            for q in range(self.start, self.start + st.length):
+                ph = self.phase(q)
+                off = st.offsets.get(ph)
+                if off is not None:
+                    touch(q, off, st.template[ph][1])
+        return out
+
     # ------------------------------------------------------------ files
     def to_json(self) -> dict[str, Any]:
         st = self.step
@@ -204,12 +228,26 @@ def make_run_plan(events: Sequence[Event], *, alignment: int = 512, min_period: 
                 fixed.append((q, f, round_up(size_at[q]), offsets[q]))
     pro_pos = [q for q in range(start) if q in size_at and q not in offsets]
     intervals = [(q, death.get(q, horizon), size_at[q]) for q in pro_pos]
-    pk = packing.pack_around(intervals, fixed, alignment=alignment,
-                             time_budget=time_budget / 2 if step is not None else time_budget, rounds=rounds)
+    budget = time_budget / 2 if step is not None else time_budget / 3
+    pk = packing.pack_around(intervals, fixed, alignment=alignment, time_budget=budget, rounds=rounds)
+    if step is None:
+        # without a step to fit around, the static packer's own search may do better, with
+        # the buffers that live to the end placed where it puts them
+        free = packing.pack([(q, death.get(q, horizon), size_at[q]) for q in range(start) if q in size_at],
+                            alignment=alignment, time_budget=time_budget - budget, rounds=rounds)
+        if free.peak < pk.peak:
+            offsets = {}
+            pro_pos = [q for q in range(start) if q in size_at]
+            pk = free
     offsets.update({q: int(o) for q, o in zip(pro_pos, pk.offsets)})
-    # the lower bound: live requested bytes of the planned buffers over the recording
-    planned = [q for q in size_at if q < start or (step is not None and (q - anchor) % step.length in step.offsets)]
-    lb = packing.lower_bound([(q, death.get(q, n), size_at[q]) for q in planned]) if planned else 0
+    # the lower bound: live requested bytes of what the plan places while the recording follows it
+    lives = [(q, death.get(q, horizon), size_at[q]) for q in range(start) if q in size_at]
+    if step is not None:
+        for q in range(start, end):
+            ph = (q - anchor) % step.length
+            if ph in step.offsets:
+                lives.append((q, q + step.durations[ph], step.template[ph][1]))
+    lb = packing.lower_bound([(a, min(b, end), sz) for a, b, sz in lives if a < end]) if lives else 0
     src = dict(source or {})
     src.setdefault("events", n)
     return RunPlan([keys[t] for t in toks[:start].tolist()], offsets, step, start, anchor, int(pk.peak), lb,
