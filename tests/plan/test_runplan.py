@@ -357,3 +357,36 @@ def test_frees_of_blocks_from_before_a_warm_start_are_tokens_of_their_size():
     mapping = a.restore([seg])
     a.free(mapping[0])
     assert a._tk.keys[int(a._hist[a._hlen - 1])] == (UNKNOWN_FREE, 3000)  # as tokenize() keys it
+
+
+def _paths(d, prefix=()):
+    """Every (path to a value) in a JSON document."""
+    yield prefix
+    if isinstance(d, dict):
+        for k, v in d.items():
+            yield from _paths(v, prefix + (k,))
+    elif isinstance(d, list):
+        for i, v in enumerate(d[:4]):
+            yield from _paths(v, prefix + (i,))
+
+
+_VALID = runplan.make_run_plan(lazy_optimizer_training(4), time_budget=0.1, rounds=0).to_json()
+_ALL_PATHS = [p for p in _paths(_VALID) if p]
+
+
+@given(st.sampled_from(_ALL_PATHS), st.one_of(
+    st.none(), st.booleans(), st.integers(-(1 << 70), 1 << 70), st.floats(allow_nan=True), st.text(max_size=5),
+    st.lists(st.integers(-3, 3), max_size=4), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2)))
+@settings(max_examples=200, deadline=None)
+def test_any_corrupted_plan_file_is_refused_with_a_plan_file_error_or_serves_safely(path, value):
+    data = json.loads(json.dumps(_VALID))
+    cur = data
+    for k in path[:-1]:
+        cur = cur[k]
+    cur[path[-1]] = value
+    try:
+        plan = runplan.from_json(data, "fuzzed.json")
+    except PlanFileError as e:
+        assert "fuzzed.json" in str(e)
+        return
+    serve(plan, lazy_optimizer_training(6), page=512)  # a plan that loads never overlaps live blocks

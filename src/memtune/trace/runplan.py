@@ -337,6 +337,8 @@ def from_json(data: Any, name: str = "<plan>") -> RunPlan:
     source = d.get("source", {})
     if not isinstance(source, dict):
         raise bad("source", source, "a JSON object")
+    if "events" in source:
+        nat(source, "events", "source")
     pro = obj(d.get("prologue"), "prologue")
     keys = key_list(pro.get("keys"), "prologue.keys")
     offsets = offset_map(pro.get("offsets"), "prologue.offsets", keys, arena, align)
