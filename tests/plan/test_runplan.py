@@ -390,3 +390,19 @@ def test_any_corrupted_plan_file_is_refused_with_a_plan_file_error_or_serves_saf
         assert "fuzzed.json" in str(e)
         return
     serve(plan, lazy_optimizer_training(6), page=512)  # a plan that loads never overlaps live blocks
+
+
+#: later runs where plan mode learns a layer's pattern during the climb of live bytes, and the
+#: take-over costs more than it saves (issue: plan mode's take-over transition)
+CLIMB_TAKEOVER = {"vit-train"}
+
+
+@pytest.mark.parametrize("name", [n for n in FIXED_SHAPES if n not in CLIMB_TAKEOVER])
+def test_learning_online_never_raises_the_peak_of_a_later_run_over_memtune(later_runs, name):
+    """Past the climb, a learned plan that the online policy's kept pages plus the arena
+    would push over the peak is left alone (PlanAllocator._raises_peak)."""
+    _path, later, _plan = later_runs[name]
+    learned, lb, _c = _replay(later, "memtune-plan")
+    online, _lb, _c = _replay(later, "memtune")
+    assert learned.peak_reserved_bytes <= online.peak_reserved_bytes, (
+        f"{name}: memtune-plan {learned.peak_reserved_bytes / lb:.4f}, memtune {online.peak_reserved_bytes / lb:.4f}")

@@ -714,7 +714,55 @@ class PlanAllocator:
             return
         if self._pos == origin:
             self._pending = None
+            if self._raises_peak(plan, origin):
+                self._failed.add(signature)
+                self._next_check = self._pos + plan.length
+                return
             self._activate(plan, origin, signature)
+
+    def _raises_peak(self, plan: StepPlan, origin: int) -> bool:
+        """Whether serving ``plan`` from here can only raise the peak of reserved memory.
+
+        The online policy keeps the pages its blocks from before the plan touch (the
+        model's weights, the optimizer's state: they never move); the arena comes on
+        top. When those pages and the arena exceed the peak so far while the step sets
+        no new peak of live bytes (a run past its climb), every cycle served from the
+        plan costs more than the online policy needed: leave the step online."""
+        on = self.online
+        page = on._page
+        count: dict[int, int] = {}
+        by_born: dict[int, tuple[int, int, int]] = {}
+        live = on._live_bytes
+        for addr, b in on._live.items():
+            lo, hi = addr // page, -(-(addr + b.size) // page)
+            for k in range(lo, hi):
+                count[k] = count.get(k, 0) + 1
+            born = self._born.get(addr)
+            if born is not None:
+                by_born[born] = (lo, hi, b.size)
+        top = live
+        sizes: dict[int, int] = {}  # alloc position in this cycle -> block size
+        align = self.spec.alignment
+        for r in range(plan.length):
+            key = plan.template[(plan.cut + r) % plan.length]
+            if key[0] == ALLOC:
+                sizes[r] = (key[1] + align - 1) // align * align
+                live += sizes[r]
+                top = max(top, live)
+            elif key[0] == FREE:
+                span = by_born.pop(origin + r - key[1], None)
+                if span is not None:  # a block from before the plan, freed in this cycle
+                    live -= span[2]
+                    for k in range(span[0], span[1]):
+                        count[k] -= 1
+                        if not count[k]:
+                            del count[k]
+                else:
+                    live -= sizes.pop(r - key[1], 0)
+        if top > on._peak_live + page:
+            return False  # still climbing: the peak moves whoever serves the step
+        kept = len(count) * page + self._arena_bytes
+        return kept + -(-plan.arena // page) * page > self.stats.peak(S.RESERVED_BYTES)
 
     def _expected(self, a: _Active) -> tuple[int, tuple | None]:
         """(unrotated template phase, expected token key) of the current event; in a run
