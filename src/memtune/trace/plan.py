@@ -543,35 +543,17 @@ class PlanAllocator:
 
     def _activate_run(self, rp: Any) -> None:
         """Serve a plan made from an earlier run, from the next allocation on."""
-        page = self.online._page
+        if rp.arena == 0:
+            return
         first = self._pos
         step = rp.step
         # the step's phase: (cut + pos - origin) % length == (pos - first - anchor) % length
         origin = first + rp.anchor + (step.cut if step is not None else 0)
-        kw = dict(arena=rp.arena, first=first, prologue=rp.keys, pro_offsets=rp.offsets)
-        if rp.arena == 0:
-            return
-        res = None
-        if rp.arena >= page:  # (a smaller arena gets an exact allocation, not a mostly empty page)
-            try:
-                res = self.device.reserve_address_space(-(-rp.arena // page) * page + page)
-            except (NotImplementedError, ValueError, AllocatorUsageError):
-                res = None
-        if res is not None:
-            self._active = a = _Active(step, -(-res // page) * page, origin, page, res, **kw)
-            a.first_use = rp.first_use(page)
+        a = self._new_arena(step, rp.arena, origin, 0, first=first, prologue=rp.keys, pro_offsets=rp.offsets)
+        if a is not None and a.pages is not None:
+            a.first_use = rp.first_use(a.page)
             a.lookahead = max(64, rp.source.get("events", 0) // 16)
-            return
-        try:
-            base = self.device.malloc(rp.arena)
-        except DeviceOutOfMemory:
-            return  # too big for this device: learn online instead
-        self._own_calls[0] += 1
-        self.stats.num_device_alloc += 1
-        self._arena_bytes += rp.arena
-        self.stats.inc(S.RESERVED_BYTES, S.LARGE, rp.arena)
-        self.stats.inc(S.SEGMENT, S.LARGE, 1)
-        self._active = _Active(step, base, origin, **kw)
+        self._active = a  # None (too big for this device): learn online instead
 
     def _activate(self, plan: StepPlan, origin: int, signature: int = 0) -> None:
         # cached online memory served these buffers until now: give it back first,
@@ -579,27 +561,32 @@ class PlanAllocator:
         self.online._release_all("plan")
         self.online._peak_live = self.online._live_bytes
         self._sync_reserved()
+        self._active = self._new_arena(plan, plan.arena, origin, signature)
+
+    def _new_arena(self, plan: StepPlan | None, arena: int, origin: int, signature: int,
+                   **prologue: Any) -> _Active | None:
+        """An arena of ``arena`` bytes: a virtual range backed page by page as slots are
+        first used, or one exact device allocation when smaller than a page (or on a
+        device without virtual memory); None on device out-of-memory."""
         page = self.online._page
         res = None
-        if plan.arena >= page:  # (a smaller arena gets an exact allocation, not a mostly empty page)
+        if arena >= page:  # (a smaller arena gets an exact allocation, not a mostly empty page)
             try:
-                # a virtual range, backed page by page as slots are first used
-                res = self.device.reserve_address_space(-(-plan.arena // page) * page + page)
+                res = self.device.reserve_address_space(-(-arena // page) * page + page)
             except (NotImplementedError, ValueError, AllocatorUsageError):
                 res = None
         if res is not None:
-            self._active = _Active(plan, -(-res // page) * page, origin, page, res, signature)
-            return
+            return _Active(plan, -(-res // page) * page, origin, page, res, signature, arena=arena, **prologue)
         try:
-            base = self.device.malloc(plan.arena)
+            base = self.device.malloc(arena)
         except DeviceOutOfMemory:
-            return
+            return None
         self._own_calls[0] += 1
         self.stats.num_device_alloc += 1
-        self._arena_bytes += plan.arena
-        self.stats.inc(S.RESERVED_BYTES, S.LARGE, plan.arena)
+        self._arena_bytes += arena
+        self.stats.inc(S.RESERVED_BYTES, S.LARGE, arena)
         self.stats.inc(S.SEGMENT, S.LARGE, 1)
-        self._active = _Active(plan, base, origin, signature=signature)
+        return _Active(plan, base, origin, signature=signature, arena=arena, **prologue)
 
     def _back(self, a: _Active, lo: int, size: int) -> bool:
         """Map the arena pages [lo, lo+size) touches that are not mapped yet (False on
