@@ -392,8 +392,9 @@ def test_any_corrupted_plan_file_is_refused_with_a_plan_file_error_or_serves_saf
     serve(plan, lazy_optimizer_training(6), page=512)  # a plan that loads never overlaps live blocks
 
 
-#: later runs where plan mode learns a layer's pattern during the climb of live bytes, and the
-#: take-over costs more than it saves (issue: plan mode's take-over transition)
+#: plan mode's online policy maps smaller growth chunks (MEMTUNE_PLAN_GROWTH, 1/64 against
+#: memtune's 1/16); on vit that alone costs 1.013 -> 1.023 (memtune with growth=1/64), and the
+#: step it learns (a layer, during the climb) deviates before it lowers anything
 CLIMB_TAKEOVER = {"vit-train"}
 
 
