@@ -14,7 +14,8 @@ allocation:
 * everything before it (the **prologue**: the first steps, the model's weights, the
   optimizer's state) is packed statically around the step's buffers
   (:func:`memtune.trace.packing.pack_around`), with the lifetimes the recording shows.
-  A buffer never freed in the recording is kept clear of every slot of the step.
+  A buffer the recording frees only in its teardown (or never) lives for the rest of
+  the run: it goes at the bottom of the arena, clear of every slot of the step.
 
 :class:`memtune.trace.plan.PlanAllocator` serves a run plan from its first
 allocation while the run follows the recording (sizes, streams, the order of frees)
@@ -138,8 +139,12 @@ def make_run_plan(events: Sequence[Event], *, alignment: int = 512, min_period: 
                   time_budget: float = 2.0, rounds: int | None = None, source: dict[str, Any] | None = None) -> RunPlan:
     """Plan a whole recorded device stream (see the module docstring).
 
-    Half of ``time_budget`` packs the step, the rest packs the prologue around it
-    (``rounds`` improvement rounds at most, as in :func:`memtune.trace.packing.pack`).
+    Half of ``time_budget`` packs the step, the rest packs the prologue around it; a
+    run with no step gets the better of two packings of the whole recording (around
+    the buffers it never frees, placed first at the bottom, and the static packer's
+    own). ``rounds`` caps each packer's improvement rounds, as in
+    :func:`memtune.trace.packing.pack`: give it for a plan that does not depend on the
+    machine's load.
     """
     toks, keys = tokenize(events)
     n = len(toks)
