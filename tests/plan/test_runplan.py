@@ -21,7 +21,7 @@ from memtune.trace.model import Action, Event
 from memtune.trace.plan import PlanAllocator, PlanSpec, lifetimes
 from memtune.trace.replay import replay_device
 
-from .test_plan import KiB, lazy_optimizer_training
+from .test_plan import KiB, lazy_optimizer_training, live_overlaps
 
 REPO = Path(__file__).resolve().parents[2]
 HELDOUT = REPO / "benchmarks" / "heldout"
@@ -41,8 +41,7 @@ def serve(plan: runplan.RunPlan | None, evs: list[Event], page: int = 64 * KiB) 
             addr[ev.address] = a.malloc(ev.size, ev.stream)
         elif ev.action is Action.FREE:
             a.free(addr.pop(ev.address))
-        blocks = sorted((x, s) for x, s, _r, _st in a.live_blocks())
-        assert all(x1 + s1 <= x2 for (x1, s1), (x2, _s) in zip(blocks, blocks[1:])), "live blocks overlap"
+        assert not live_overlaps(a), f"live blocks overlap after {ev}"
         peak = max(peak, a.reserved_bytes)
     assert a.reserved_bytes == dev.counters.bytes_in_use
     return a, peak

@@ -45,7 +45,7 @@ like any preset.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Any, Iterable
 
 from sortedcontainers import SortedDict, SortedList
 

@@ -377,7 +377,8 @@ class _Active:
 
     def __init__(self, plan: StepPlan | None, base: int, origin: int, page: int = 0, reservation: int | None = None,
                  signature: int = 0, arena: int | None = None, first: int = 0, prologue: Sequence[tuple] = (),
-                 pro_offsets: dict[int, int] | None = None):
+                 pro_offsets: dict[int, int] | None = None, first_use: np.ndarray | None = None,
+                 lookahead: int = 0):
         self.plan = plan              # the repeating step (None: a run plan's prologue only)
         self.signature = signature    # of the learned step (see PlanAllocator._failed)
         self.base = base
@@ -391,8 +392,8 @@ class _Active:
         #: a mapping takes along the pages that follow it and are used within
         #: ``lookahead`` positions, so the arena costs a few device calls and holds no
         #: page long before it is needed (None: only the pages a block touches)
-        self.first_use: np.ndarray | None = None
-        self.lookahead = 0
+        self.first_use = first_use
+        self.lookahead = lookahead
         #: virtual arena (page > 0): pages are mapped on first use and stay mapped, so
         #: slots the first cycle does not use yet (those of buffers alive across the cut,
         #: whose previous instances the online policy still holds) cost nothing until then
@@ -430,7 +431,6 @@ class PlanAllocator:
         self._hlen = 0
         self._pos = 0
         self._born: dict[int, int] = {}   # address -> alloc position (every live block)
-        self._restored: dict[int, int] = {}  # address -> requested bytes of blocks restored by a warm start
         self._next_check = spec.min_period * 2
         self._active: _Active | None = None
         self._draining: list[_Active] = []
@@ -549,11 +549,10 @@ class PlanAllocator:
         step = rp.step
         # the step's phase: (cut + pos - origin) % length == (pos - first - anchor) % length
         origin = first + rp.anchor + (step.cut if step is not None else 0)
-        a = self._new_arena(step, rp.arena, origin, 0, first=first, prologue=rp.keys, pro_offsets=rp.offsets)
-        if a is not None and a.pages is not None:
-            a.first_use = rp.first_use(a.page)
-            a.lookahead = max(64, rp.source.get("events", 0) // 16)
-        self._active = a  # None (too big for this device): learn online instead
+        # (None: too big for this device; learn online instead)
+        self._active = self._new_arena(step, rp.arena, origin, 0, first=first, prologue=rp.keys,
+                                       pro_offsets=rp.offsets, first_use=rp.first_use(self.online._page),
+                                       lookahead=max(64, rp.source.get("events", 0) // 16))
 
     def _activate(self, plan: StepPlan, origin: int, signature: int = 0) -> None:
         # cached online memory served these buffers until now: give it back first,
@@ -829,7 +828,10 @@ class PlanAllocator:
                 # let the online allocator produce the precise error
                 self.online.free(address)
                 raise AssertionError("unreachable")
-            key = (UNKNOWN_FREE, self._restored.pop(address)) if born == _BEFORE else (FREE, self._pos - born)
+            if born == _BEFORE:  # restored by a warm start (online): a token of its size, as tokenize() makes it
+                key: tuple = (UNKNOWN_FREE, self.online._live[address].requested)
+            else:
+                key = (FREE, self._pos - born)
             self._check_pending(key)
             owner = None
             for a in ([self._active] if self._active is not None else []) + self._draining:
@@ -935,9 +937,7 @@ class PlanAllocator:
                 b = self.online._live.get(addr)
                 if b is not None:
                     self.stats.on_alloc(b.region.pool, b.size, b.requested)
-                    # before the stream: its free is a token of its size, as tokenize() makes it
                     self._born[addr] = _BEFORE
-                    self._restored[addr] = b.requested
             self._sync_reserved()
             st = self.stats
             st.num_device_alloc = st.num_device_free = 0

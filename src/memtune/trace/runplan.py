@@ -27,10 +27,10 @@ that is not one gets a :class:`memtune.errors.PlanFileError` naming what is wron
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import os
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
