@@ -242,7 +242,7 @@ def later_runs(quick: bool, tmp: Path) -> list[dict]:
         later = memtune.load_trace(later_path)
         dt = dataclasses.replace(later.devices[0], settings={})
         row = {"trace": later_path.name, "lower_bound": dt.peak_requested_bytes(), "plan_ratio": plan.ratio,
-               "plan_seconds": plan_seconds, "step": plan.step is not None, "results": {}}
+               "step": plan.step is not None, "results": {}}
         for key, pol, settings in (("pytorch-cuda", "pytorch-cuda", None), ("memtune", "memtune", None),
                                    ("learned", "memtune-plan", None),
                                    ("planned", "memtune-plan", {"plan_file": str(path)})):
