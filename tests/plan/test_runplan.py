@@ -168,7 +168,7 @@ def test_plan_files_round_trip(tmp_path):
         assert (back.step.template, back.step.offsets, back.step.durations, back.step.cut) == (
             plan.step.template, plan.step.offsets, plan.step.durations, plan.step.cut)
         assert back.source == {"trace": "synthetic", "device": 0, "events": plan.source["events"]}
-    assert not list(tmp_path.glob("*.tmp"))
+    assert not list(tmp_path.glob("*.tmp*"))
 
 
 def _edit(data: dict, path: str, value) -> dict:
@@ -406,3 +406,21 @@ def test_learning_online_never_raises_the_peak_of_a_later_run_over_memtune(later
     online, _lb, _c = _replay(later, "memtune")
     assert learned.peak_reserved_bytes <= online.peak_reserved_bytes, (
         f"{name}: memtune-plan {learned.peak_reserved_bytes / lb:.4f}, memtune {online.peak_reserved_bytes / lb:.4f}")
+
+
+def test_a_plan_that_cannot_be_written_leaves_no_file_behind(tmp_path):
+    plan = runplan.make_run_plan(lazy_optimizer_training(4), time_budget=0.1, rounds=0)
+    (tmp_path / "taken").mkdir()  # a directory where the plan should go: os.replace fails
+    with pytest.raises(OSError):
+        plan.save(tmp_path / "taken")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]
+
+
+def test_a_corrupt_gzip_plan_is_a_plan_file_error(tmp_path):
+    data = bytearray(gzip.compress(json.dumps(_VALID).encode()))
+    for i in range(12, len(data) - 8, 7):
+        data[i] ^= 0x5A
+    f = tmp_path / "bad.json.gz"
+    f.write_bytes(bytes(data))
+    with pytest.raises(PlanFileError, match="is not JSON"):
+        runplan.load(f)

@@ -39,6 +39,7 @@ import numpy as np
 
 from memtune.errors import PlanFileError
 from memtune.trace import packing
+from memtune.trace.formats._common import DECODE_ERRORS, GZIP_MAGIC
 from memtune.trace.model import Action, Event
 from memtune.trace.plan import ALLOC, FREE, STEP_COVERAGE, UNKNOWN_FREE, StepPlan, find_step, make_plan, tokenize
 
@@ -122,13 +123,17 @@ class RunPlan:
         """Write the plan as JSON (gzip-compressed when the name ends in ``.gz``)."""
         path = Path(path)
         text = json.dumps(self.to_json(), separators=(",", ":"))
-        tmp = path.with_name(path.name + ".tmp")
-        if path.suffix == ".gz":
-            with gzip.open(tmp, "wt", encoding="utf-8") as f:
-                f.write(text)
-        else:
-            tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)  # never a half-written plan under the real name
+        tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+        try:  # never a half-written plan under the real name
+            if path.suffix == ".gz":
+                with gzip.open(tmp, "wt", encoding="utf-8") as f:
+                    f.write(text)
+            else:
+                tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, path)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
         return path
 
 
@@ -270,10 +275,10 @@ def load(path: str | os.PathLike) -> RunPlan:
     except OSError as e:
         raise PlanFileError(f"cannot read plan file {name}: {e.strerror or e}", path=name) from None
     try:
-        if raw[:2] == b"\x1f\x8b":
+        if raw[:2] == GZIP_MAGIC:
             raw = gzip.decompress(raw)
         data = json.loads(raw.decode("utf-8"))
-    except (OSError, EOFError, UnicodeDecodeError, ValueError) as e:
+    except DECODE_ERRORS as e:
         raise PlanFileError(f"plan file {name} is not JSON (or gzip-compressed JSON): {e}; write one with "
                             "`memtune plan TRACE --save PLAN.json`", path=name) from None
     return from_json(data, name)
