@@ -52,9 +52,10 @@ SECOND_SET = ("resnet-train.jsonl.gz", "lstm-varlen-train.jsonl.gz", "unet-train
 #: unlimited budget 1.022 with 144 calls.
 SERVING = "requests of changing shape: the unmap budget is spent on churn before the largest request"
 #: A U-Net (unet-train): skip connections keep encoder activations alive while the
-#: decoder's larger blocks come and go. Measured: 1.062 with 83 calls (pytorch-cuda 24);
-#: with no unmaps 1.119 with 36 calls.
-UNET = "skip connections: 1.062 x the bound with 83 calls; 1.119 with 36 calls and no unmaps"
+#: decoder's larger blocks come and go, landing in other holes each step, so pages
+#: move between holes. Measured: 1.043 x the bound with 86 calls (pytorch-cuda 24);
+#: with no unmaps 1.069 with 36 calls.
+UNET = "skip connections: pages move between holes each step; 86 calls, 1.069 x the bound with 36 and no unmaps"
 
 
 def traces(misses: dict[str, str] | None = None) -> list:
@@ -135,7 +136,7 @@ def test_memtune_reserves_no_more_than_any_caching_preset(trace_results, name):
 
 @pytest.mark.parametrize("name", traces({
     **{n: SMALL for n in ("cnn-train.jsonl.gz", "mlp-train.jsonl.gz", "transformer-train.jsonl.gz")},
-    "encoder-serve.jsonl.gz": f"{SERVING} (1.363)", "unet-train.jsonl.gz": UNET}))
+    "encoder-serve.jsonl.gz": f"{SERVING} (1.363)"}))
 def test_memtune_within_5_percent_of_the_lower_bound(trace_results, name):
     bad = []
     for device, lb, per in trace_results(name):
@@ -267,8 +268,8 @@ def test_the_whole_run_plan_misses_peak_before_the_step_can_be_planned(name):
     "gru-lm-train.jsonl.gz": f"{EARLY_PEAK} (1.028, as memtune)",
     "vit-train.jsonl.gz": f"{EARLY_PEAK} (1.024; memtune 1.013)",
     "resnet-train.jsonl.gz": f"{EARLY_PEAK} (1.023; memtune 1.036)",
-    "unet-train.jsonl.gz": f"{EARLY_PEAK} (1.043; memtune 1.062)",
-    "gpt-accum-train.jsonl.gz": f"{EARLY_PEAK} (1.022; memtune 1.046)",
+    "unet-train.jsonl.gz": f"{EARLY_PEAK} (1.043, as memtune)",
+    "gpt-accum-train.jsonl.gz": f"{EARLY_PEAK} (1.022, as memtune)",
 }))
 def test_whole_run_plan_mode_within_2_percent_where_a_step_repeats(trace_results, name):
     """Where a step repeats over at least half of a device's events, the whole

@@ -15,7 +15,8 @@ and back exactly the pages live blocks touch.
   region's top;
 * pages (``page`` bytes, 2 MiB as on CUDA) are **mapped on demand**; a
   region's top grows by at least a chunk (``growth`` x peak live bytes, at
-  most ``growth_max``) so a burst of small allocations costs one device call,
+  most ``growth_max``; past the live peak, only within the highest reserved so
+  far) so a burst of small allocations costs one device call,
   and a request landing in a hole whose pages were unmapped maps more of the
   hole while reserved stays under its highest so far (no new peak, fewer calls);
 * freed pages stay mapped (reusing them costs nothing). Free pages are
@@ -433,29 +434,28 @@ class ArenaAllocator(AllocatorBase):
             # for many later requests
             self._trim(self._reserved + x - self._peak_live, exclude=(region, lo, hi),
                        new_peak=self._live_bytes + size > self._peak_live)
-        if at_top:
-            # map at least a chunk when the top grows, so a burst of small requests
-            # costs one device call (a request bigger than the chunk gets just its pages)
-            a, b = need[-1]
-            if b == hi:
-                chunk = min(self.spec.growth_max, int(self._peak_live * self.spec.growth))
-                ext = max(0, chunk - x) // page * page
-                if ext:
-                    b2 = min(b + ext, region.next_mapped_start(b), region.end)
-                    need[-1] = (a, b2)
-        else:
-            # a request in a hole whose pages were unmapped: map more of the hole as long
-            # as reserved stays under its highest so far (no new peak), so the next
-            # requests there cost no device call
-            a, b = need[-1]
-            if b == hi:
-                chunk = min(self.spec.growth_max, int(self._peak_live * self.spec.growth))
-                room = max(0, min(target, self._high_water) - (self._reserved + x))
-                ext = min(max(0, chunk - x), room) // page * page
-                if ext:
-                    b2 = min(b + ext, hole_end // page * page, region.next_mapped_start(b))
-                    if b2 > b:
-                        need[-1] = (a, b2)
+        a, b = need[-1]
+        if b == hi:
+            chunk = min(self.spec.growth_max, int(self._peak_live * self.spec.growth))
+            # growing within the highest reserved so far (and the slack) sets no new peak
+            room = max(0, min(target, self._high_water) - (self._reserved + x))
+            if at_top:
+                # map at least a chunk when the top grows, so a burst of small requests
+                # costs one device call (a request bigger than the chunk gets just its
+                # pages). Past the climb (no new live peak) the chunk stays within the
+                # room: a repeating step would map pages above what it uses, unmap them
+                # for its next request elsewhere, and map them again a step later
+                ext = max(0, chunk - x)
+                if self._live_bytes + size <= self._peak_live:
+                    ext = min(ext, room)
+                b2 = min(b + ext // page * page, region.next_mapped_start(b), region.end)
+            else:
+                # a request in a hole whose pages were unmapped: map more of the hole
+                # within the room, so the next requests there cost no device call
+                ext = min(max(0, chunk - x), room)
+                b2 = min(b + ext // page * page, hole_end // page * page, region.next_mapped_start(b))
+            if b2 > b:
+                need[-1] = (a, b2)
         soft = self._soft
         if soft is not None and self._reserved + x > soft:
             # above the soft limit (memory pressure): unmap free pages whatever the budget
