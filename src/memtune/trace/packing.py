@@ -373,7 +373,8 @@ def pack_cyclic(intervals: Iterable[Sequence[int]], length: int, *, alignment: i
     and ``[0, end - length)`` of every cycle, at one offset. Greedy placement over the
     union of each buffer's live parts, in a few orders (largest first, longest first,
     largest area first, in time order) and with two rules (best fit: the smallest gap
-    that holds the buffer; lowest offset): the best result wins. Then, as in
+    that holds the buffer; lowest offset): the best result wins, and the search stops
+    at one within 1/1024 of the floor (the live peak of the aligned sizes). Then, as in
     :func:`pack`, up to ``rounds`` improvement rounds (None = as many as fit) within
     ``time_budget`` seconds perturb the winning order (swaps; the buffers that reach
     the peak placed earlier) and keep what lowers the peak. The lower bound is the
@@ -428,6 +429,9 @@ def _greedy_search(place: Callable[[np.ndarray, bool], np.ndarray], peak_of: Cal
     Returns (offsets, peak, method, tried, rounds run)."""
     tried: dict[str, int] = {}
     best_peak, best_off, method, order, best_fit = None, None, "", next(iter(orders.values())), True
+    # within 1/1024 of the floor no other order is worth its time (a greedy placement
+    # of a step with thousands of buffers takes a good part of a second)
+    good_enough = floor + floor // 1024
     for kind, cand in orders.items():
         for rule in ("best-fit", "lowest-offset"):
             off = place(cand, rule == "best-fit")
@@ -436,9 +440,9 @@ def _greedy_search(place: Callable[[np.ndarray, bool], np.ndarray], peak_of: Cal
             tried[m] = peak
             if best_peak is None or peak < best_peak:
                 best_peak, best_off, method, order, best_fit = peak, off, m, cand, rule == "best-fit"
-            if peak <= floor:
+            if peak <= good_enough:
                 break
-        if best_peak <= floor:
+        if best_peak <= good_enough:
             break
     assert best_off is not None and best_peak is not None
     rng = np.random.default_rng(seed)
@@ -529,19 +533,25 @@ def _place_cyclic(order: np.ndarray, lo1: np.ndarray, hi1: np.ndarray, lo2: np.n
     ``placed0`` marks buffers already placed at ``off0`` (they stay there)."""
     n = len(size)
     off = np.zeros(n, dtype=np.int64) if off0 is None else off0.copy()
-    placed = np.zeros(n, dtype=bool) if placed0 is None else placed0.copy()
-    for i in order:
-        a1, b1, a2, b2, sz = lo1[i], hi1[i], lo2[i], hi2[i], size[i]
-        m = placed & (((lo1 < b1) & (hi1 > a1)) | ((lo2 < b1) & (hi2 > a1)))
+    pre = np.flatnonzero(placed0) if placed0 is not None else np.zeros(0, dtype=np.int64)
+    # every array in placement order, so the buffers placed so far are a prefix: each
+    # placement compares against them only, not against all n
+    seq = np.concatenate([pre, np.asarray(order, dtype=np.int64)])
+    L1, H1, L2, H2, S, O = lo1[seq], hi1[seq], lo2[seq], hi2[seq], size[seq], off[seq]
+    for k in range(len(pre), len(seq)):
+        a1, b1, a2, b2, sz = L1[k], H1[k], L2[k], H2[k], S[k]
+        l1, h1, l2, h2 = L1[:k], H1[:k], L2[:k], H2[:k]
+        m = ((l1 < b1) & (h1 > a1)) | ((l2 < b1) & (h2 > a1))
         if b2 > a2:
-            m |= placed & (((lo1 < b2) & (hi1 > a2)) | ((lo2 < b2) & (hi2 > a2)))
+            m |= ((l1 < b2) & (h1 > a2)) | ((l2 < b2) & (h2 > a2))
         idx = np.flatnonzero(m)
         if idx.size == 0:
             o = 0
         else:
-            srt = np.argsort(off[idx], kind="stable")
-            so = off[idx][srt]
-            reach = np.maximum.accumulate(so + size[idx][srt])
+            oi = O[idx]
+            srt = np.argsort(oi, kind="stable")
+            so = oi[srt]
+            reach = np.maximum.accumulate(so + S[idx][srt])
             prev = np.concatenate(([0], reach[:-1]))
             gap = so - prev
             fit = np.flatnonzero(gap >= sz)
@@ -551,6 +561,6 @@ def _place_cyclic(order: np.ndarray, lo1: np.ndarray, hi1: np.ndarray, lo2: np.n
                 o = int(prev[fit[np.argmin(gap[fit])]])
             else:
                 o = int(prev[fit[0]])
-        off[i] = o
-        placed[i] = True
+        O[k] = o
+    off[seq] = O
     return off
