@@ -336,7 +336,9 @@ def render(rows: list[Row], pols: list[str], command: str, seconds: float, heldo
                   "online and what the online policy holds beside the arena; it is repeated in the last column",
                   "(issue 6 target: <= 1.02 where a step repeats). Plan mode learns a step once it has seen it",
                   "three times, so a step repeated fewer times is served online throughout. A ratio on a bound",
-                  "below 64 KiB measures the 512 B allocation granularity, not packing.", ""]
+                  "below 64 KiB measures the 512 B allocation granularity, not packing. Its replay speed",
+                  "includes packing each learned step (up to 8 greedy placements, a fraction of a second for",
+                  "thousands of buffers): a one-off cost per step, which these short traces do not amortize.", ""]
         lines += plan_table(planned)
     packed = [r for r in rows if r.packing]
     if packed:
