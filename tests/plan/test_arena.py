@@ -60,9 +60,16 @@ class ArenaMachine(RuleBasedStateMachine):
 
     @rule(size=st.one_of(st.integers(1, 4 * KiB), st.integers(1, 5 * PAGE)), stream=st.integers(0, 2))
     def malloc(self, size, stream):
+        before = self.a.memory_stats()
         addr = self.a.malloc(size, stream)
         assert addr not in self.held
         self.held[addr] = (size, stream)
+        after = self.a.memory_stats()
+        if after["allocated_bytes.all.peak"] == before["allocated_bytes.all.peak"]:
+            # past the live peak, growth chunks stay within the highest reserved so far:
+            # a new high is at most the pages the request itself touches
+            grew = after["reserved_bytes.all.peak"] - before["reserved_bytes.all.peak"]
+            assert grew <= -(-size // PAGE) * PAGE + PAGE, (grew, size)
 
     @precondition(lambda self: self.held)
     @rule(data=st.data())
@@ -139,6 +146,24 @@ def test_repeating_workload_stops_making_device_calls():
     for _ in range(50):
         step()
     assert dev.counters.maps + dev.counters.unmaps == calls
+
+
+def test_past_the_live_peak_the_top_grows_by_the_request_only():
+    """A step whose request lands at the top below the live peak (no hole fits it)
+    maps the pages it needs and no growth chunk past the highest reserved so far:
+    reserved stays at the live peak, step after step (a chunk there would be
+    unmapped for the next request elsewhere and mapped again a step later)."""
+    a, dev = make(page=PAGE, growth=0.25, growth_max=1 << 30, slack=0.0)
+    for _ in range(3):
+        x, y, w = a.malloc(6 * PAGE), a.malloc(6 * PAGE), a.malloc(4 * PAGE)  # live peak: 16 pages
+        a.free(w)
+        a.free(x)
+        z = a.malloc(7 * PAGE)  # too big for x's hole: at the top, 13 pages live
+        a.free(y)
+        a.free(z)
+    stats = a.memory_stats()
+    assert stats["allocated_bytes.all.peak"] == 16 * PAGE
+    assert stats["reserved_bytes.all.peak"] == 16 * PAGE
 
 
 def test_tiny_footprint_uses_exact_device_allocations():
