@@ -98,7 +98,7 @@ def _save_run_plan(trace, device, path, pack_seconds, pack_rounds):
         raise click.UsageError(f"{trace} has {len(tr.devices)} device streams ({names}); a plan is for one: "
                                "choose it with --device")
     dt = tr.device(device) if device is not None else tr.devices[0]
-    rp = make_run_plan(dt.events, time_budget=pack_seconds, rounds=pack_rounds,
+    rp = make_run_plan(dt.events, initial=dt.initial_live(), time_budget=pack_seconds, rounds=pack_rounds,
                        source={"trace": str(tr.source), "device": dt.device})
     try:
         rp.save(path)

@@ -537,7 +537,7 @@ def _place_cyclic(order: np.ndarray, lo1: np.ndarray, hi1: np.ndarray, lo2: np.n
     # every array in placement order, so the buffers placed so far are a prefix: each
     # placement compares against them only, not against all n
     seq = np.concatenate([pre, np.asarray(order, dtype=np.int64)])
-    L1, H1, L2, H2, S, O = lo1[seq], hi1[seq], lo2[seq], hi2[seq], size[seq], off[seq]
+    L1, H1, L2, H2, S, OFF = lo1[seq], hi1[seq], lo2[seq], hi2[seq], size[seq], off[seq]
     for k in range(len(pre), len(seq)):
         a1, b1, a2, b2, sz = L1[k], H1[k], L2[k], H2[k], S[k]
         l1, h1, l2, h2 = L1[:k], H1[:k], L2[:k], H2[:k]
@@ -548,7 +548,7 @@ def _place_cyclic(order: np.ndarray, lo1: np.ndarray, hi1: np.ndarray, lo2: np.n
         if idx.size == 0:
             o = 0
         else:
-            oi = O[idx]
+            oi = OFF[idx]
             srt = np.argsort(oi, kind="stable")
             so = oi[srt]
             reach = np.maximum.accumulate(so + S[idx][srt])
@@ -561,6 +561,6 @@ def _place_cyclic(order: np.ndarray, lo1: np.ndarray, hi1: np.ndarray, lo2: np.n
                 o = int(prev[fit[np.argmin(gap[fit])]])
             else:
                 o = int(prev[fit[0]])
-        O[k] = o
-    off[seq] = O
+        OFF[k] = o
+    off[seq] = OFF
     return off

@@ -828,16 +828,17 @@ class PlanAllocator:
                 # let the online allocator produce the precise error
                 self.online.free(address)
                 raise AssertionError("unreachable")
-            if born == _BEFORE:  # restored by a warm start (online): a token of its size, as tokenize() makes it
-                key: tuple = (UNKNOWN_FREE, self.online._live[address].requested)
-            else:
-                key = (FREE, self._pos - born)
-            self._check_pending(key)
             owner = None
             for a in ([self._active] if self._active is not None else []) + self._draining:
                 if address in a.live:
                     owner = a
                     break
+            if born == _BEFORE:  # restored by a warm start: a token of its size, as tokenize() makes it
+                req = owner.live[address][1] if owner is not None else self.online._live[address].requested
+                key: tuple = (UNKNOWN_FREE, req)
+            else:
+                key = (FREE, self._pos - born)
+            self._check_pending(key)
             act = self._active
             if act is not None:
                 _phi, want = self._expected(act)
@@ -931,18 +932,63 @@ class PlanAllocator:
             self._listeners = [(f, k) for f, k in self._listeners if f is not fn]
 
     def restore(self, initial_segments: Iterable[SegmentState]) -> dict[int, int]:
+        """Warm start. A plan made from an earlier run that lists the blocks live when
+        its recording began puts them at their planned slots when the same blocks come
+        (sizes and streams, in address order); otherwise the online policy restores
+        the segments (and a plan that expected other blocks is dropped)."""
         with self._lock:
-            mapping = self.online.restore(initial_segments)
-            for trace_addr, addr in mapping.items():
-                b = self.online._live.get(addr)
-                if b is not None:
-                    self.stats.on_alloc(b.region.pool, b.size, b.requested)
-                    self._born[addr] = _BEFORE
+            segs = list(initial_segments)
+            mapping = self._restore_planned(segs)
+            if mapping is None:
+                mapping = self.online.restore(segs)
+                for trace_addr, addr in mapping.items():
+                    b = self.online._live.get(addr)
+                    if b is not None:
+                        self.stats.on_alloc(b.region.pool, b.size, b.requested)
+                        self._born[addr] = _BEFORE
             self._sync_reserved()
             st = self.stats
             st.num_device_alloc = st.num_device_free = 0
             st.reset_peak()
+            if self.spec.run_plan is not None and self._active is not None:
+                # a plan made from an earlier run serves every allocation while the run
+                # follows it: the warm start's cached free blocks would only sit beside
+                # its arena, so they are given back now (device calls, counted)
+                self.online._release_all("plan")
+                self._sync_reserved()
             return mapping
+
+    def _restore_planned(self, segs: list[SegmentState]) -> dict[int, int] | None:
+        """Live blocks of a warm start at a run plan's slots for them; None when there
+        is no such plan or the blocks are not the ones it lists."""
+        rp, a = self.spec.run_plan, self._active
+        if rp is None or not rp.initial or a is None or self._pos != a.first:
+            return None
+        blocks = sorted((b.address, b.requested_size, s.stream) for s in segs for b in s.blocks if b.allocated)
+        if [(req, stream) for _addr, req, stream in blocks] != [(req, stream) for req, stream, _off in rp.initial]:
+            self._deviate()  # not the run the plan was made from
+            return None
+        align = self.spec.alignment
+        placed = []
+        # (a restore counts no device calls: it maps the pages these blocks touch and no
+        # page ahead of them, which the run's own calls then map)
+        first_use, a.first_use = a.first_use, None
+        for (taddr, req, stream), (_r, _s, off) in zip(blocks, rp.initial):
+            addr = a.base + off
+            rounded = (req + align - 1) // align * align
+            if not (self._free_range(a, addr, rounded) and self._back(a, addr, rounded)):
+                self._deviate()
+                return None
+            a.by_off[addr] = addr + rounded
+            placed.append((taddr, addr, rounded, req, stream))
+        a.first_use = first_use
+        mapping = {}
+        for taddr, addr, rounded, req, stream in placed:
+            a.live[addr] = (rounded, req, stream)
+            self._born[addr] = _BEFORE
+            self.stats.on_alloc(S.LARGE, rounded, req)
+            mapping[taddr] = addr
+        return mapping
 
     def segments(self) -> list[SegmentState]:
         with self._lock:

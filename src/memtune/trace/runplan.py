@@ -15,7 +15,9 @@ allocation:
   optimizer's state) is packed statically around the step's buffers
   (:func:`memtune.trace.packing.pack_around`), with the lifetimes the recording shows.
   A buffer the recording frees only in its teardown (or never) lives for the rest of
-  the run: it goes at the bottom of the arena, clear of every slot of the step.
+  the run: it goes at the bottom of the arena, clear of every slot of the step;
+* the blocks **live when the recording began** (a snapshot taken mid-run) are planned
+  as prologue buffers live from the start: a warm start puts them in the arena.
 
 :class:`memtune.trace.plan.PlanAllocator` serves a run plan from its first
 allocation while the run follows the recording (sizes, streams, the order of frees)
@@ -63,6 +65,9 @@ class RunPlan:
     alignment: int = 512
     source: dict[str, Any] = field(default_factory=dict)  # trace, device, events of the recording
     method: str = ""                # how the prologue was packed
+    #: blocks live when the recording began (a snapshot taken mid-run), in address
+    #: order: (requested size, stream, offset). A warm start puts them in the arena.
+    initial: list[tuple[int, int, int]] = field(default_factory=list)
 
     @property
     def ratio(self) -> float:
@@ -86,6 +91,8 @@ class RunPlan:
             i, j = off // page, -(-(off + (size + align - 1) // align * align) // page)
             np.minimum(out[i:j], q, out=out[i:j])
 
+        for size, _stream, off in self.initial:
+            touch(0, off, size)
         for q, off in self.offsets.items():
             touch(q, off, self.keys[q][1])
         st = self.step
@@ -108,6 +115,7 @@ class RunPlan:
             "arena": self.arena,
             "lower_bound": self.lower_bound,
             "method": self.method,
+            "initial": [list(b) for b in self.initial],
             "prologue": {"keys": [list(k) for k in self.keys],
                          "offsets": [[p, o] for p, o in sorted(self.offsets.items())]},
             "step": None if st is None else {
@@ -140,9 +148,15 @@ class RunPlan:
 # ---------------------------------------------------------------- building
 
 
-def make_run_plan(events: Sequence[Event], *, alignment: int = 512, min_period: int = 4,
-                  time_budget: float = 2.0, rounds: int | None = None, source: dict[str, Any] | None = None) -> RunPlan:
+def make_run_plan(events: Sequence[Event], *, initial: Sequence[tuple[int, int, int]] = (), alignment: int = 512,
+                  min_period: int = 4, time_budget: float = 2.0, rounds: int | None = None,
+                  source: dict[str, Any] | None = None) -> RunPlan:
     """Plan a whole recorded device stream (see the module docstring).
+
+    ``initial`` lists the blocks live when the recording began, as
+    :meth:`memtune.trace.model.DeviceTrace.initial_live` gives them (a snapshot taken
+    mid-run): they are planned too, live from the start until the recording frees
+    them, so a warm start puts them in the arena instead of beside it.
 
     Half of ``time_budget`` packs the step, the rest packs the prologue around it; a
     run with no step gets the better of two packings of the whole recording (around
@@ -158,6 +172,9 @@ def make_run_plan(events: Sequence[Event], *, alignment: int = 512, min_period: 
     size_at: dict[int, int] = {}
     death: dict[int, int] = {}
     born: dict[int, int] = {}
+    init = sorted(initial)  # (address, requested, stream), in address order
+    init_at = {addr: i for i, (addr, _r, _s) in enumerate(init)}
+    init_death: dict[int, int] = {}
     pos = 0
     for ev in events:
         if ev.action is Action.ALLOC:
@@ -167,6 +184,10 @@ def make_run_plan(events: Sequence[Event], *, alignment: int = 512, min_period: 
             b = born.pop(ev.address, None)
             if b is not None:
                 death[b] = pos
+            else:
+                i = init_at.pop(ev.address, None)
+                if i is not None:
+                    init_death[i] = pos
         else:
             continue
         pos += 1
@@ -196,18 +217,27 @@ def make_run_plan(events: Sequence[Event], *, alignment: int = 512, min_period: 
     # a buffer freed only in the teardown lives for as long as the run does: in a longer
     # run its free comes later (the model's weights, the optimizer's state)
     death = {q: f for q, f in death.items() if f < end}
+    init_death = {i: f for i, f in init_death.items() if f < end}
     round_up = lambda s: (s + alignment - 1) // alignment * alignment  # noqa: E731
     horizon = n if step is None else n + 2 * step.length
-    # buffers the recording never frees (weights, the optimizer's state) go at the bottom,
-    # in the order they come: if a later run deviates, the arena it keeps holding is
-    # those buffers, on as few pages as they fill
+    # Packing times are positions + 1: the blocks live when the recording began are
+    # live on [0, their free + 1), before the first event's own time.
+    # Buffers the recording never frees (weights, the optimizer's state) go at the
+    # bottom, in the order they come: if a later run deviates, the arena it keeps
+    # holding is those buffers, on as few pages as they fill.
     offsets: dict[int, int] = {}
+    init_off: dict[int, int] = {}
     fixed: list[tuple[int, int, int, int]] = []
     base = 0
+    for i, (_addr, req, _stream) in enumerate(init):
+        if i not in init_death:
+            init_off[i] = base
+            fixed.append((0, horizon + 1, round_up(req), base))
+            base += round_up(req)
     for q in range(start):
         if q in size_at and q not in death:
             offsets[q] = base
-            fixed.append((q, horizon, round_up(size_at[q]), base))
+            fixed.append((q + 1, horizon + 1, round_up(size_at[q]), base))
             base += round_up(size_at[q])
     if step is not None and base:
         step = dataclasses.replace(step, offsets={ph: o + base for ph, o in step.offsets.items()},
@@ -221,7 +251,7 @@ def make_run_plan(events: Sequence[Event], *, alignment: int = 512, min_period: 
             off = step.offsets.get(ph)
             if off is not None:
                 sz = step.template[ph][1]
-                fixed.append((q, q + step.durations[ph], round_up(sz), off))
+                fixed.append((q + 1, q + 1 + step.durations[ph], round_up(sz), off))
     if step is not None:
         # a prologue buffer freed where the step already serves is the previous cycle's
         # instance of a step buffer when its free follows the template: it takes that
@@ -235,33 +265,40 @@ def make_run_plan(events: Sequence[Event], *, alignment: int = 512, min_period: 
             a = (ph - d) % step.length
             if step.template[ph] == (FREE, d) and step.durations.get(a) == d and step.template[a] == keys[toks[q]]:
                 offsets[q] = step.offsets[a]
-                fixed.append((q, f, round_up(size_at[q]), offsets[q]))
+                fixed.append((q + 1, f + 1, round_up(size_at[q]), offsets[q]))
     pro_pos = [q for q in range(start) if q in size_at and q not in offsets]
-    intervals = [(q, death.get(q, horizon), size_at[q]) for q in pro_pos]
+    init_pos = [i for i in range(len(init)) if i not in init_off]
+    intervals = ([(q + 1, death.get(q, horizon) + 1, size_at[q]) for q in pro_pos]
+                 + [(0, init_death[i] + 1, init[i][1]) for i in init_pos])
     budget = time_budget / 2 if step is not None else time_budget / 3
     pk = packing.pack_around(intervals, fixed, alignment=alignment, time_budget=budget, rounds=rounds)
     if step is None:
         # without a step to fit around, the static packer's own search may do better, with
         # the buffers that live to the end placed where it puts them
-        free = packing.pack([(q, death.get(q, horizon), size_at[q]) for q in range(start) if q in size_at],
+        every = [q for q in range(start) if q in size_at]
+        free = packing.pack([(q + 1, death.get(q, horizon) + 1, size_at[q]) for q in every]
+                            + [(0, init_death.get(i, horizon) + 1, req) for i, (_a, req, _s) in enumerate(init)],
                             alignment=alignment, time_budget=time_budget - budget, rounds=rounds)
         if free.peak < pk.peak:
-            offsets = {}
-            pro_pos = [q for q in range(start) if q in size_at]
+            offsets, init_off = {}, {}
+            pro_pos, init_pos = every, list(range(len(init)))
             pk = free
-    offsets.update({q: int(o) for q, o in zip(pro_pos, pk.offsets)})
+    got = [int(o) for o in pk.offsets]
+    offsets.update(zip(pro_pos, got[:len(pro_pos)]))
+    init_off.update(zip(init_pos, got[len(pro_pos):]))
     # the lower bound: live requested bytes of what the plan places while the recording follows it
-    lives = [(q, death.get(q, horizon), size_at[q]) for q in range(start) if q in size_at]
+    lives = [(q + 1, death.get(q, horizon) + 1, size_at[q]) for q in range(start) if q in size_at]
+    lives += [(0, init_death.get(i, horizon) + 1, req) for i, (_a, req, _s) in enumerate(init)]
     if step is not None:
         for q in range(start, end):
             ph = (q - anchor) % step.length
             if ph in step.offsets:
-                lives.append((q, q + step.durations[ph], step.template[ph][1]))
-    lb = packing.lower_bound([(a, min(b, end), sz) for a, b, sz in lives if a < end]) if lives else 0
+                lives.append((q + 1, q + 1 + step.durations[ph], step.template[ph][1]))
+    lb = packing.lower_bound([(a, min(b, end + 1), sz) for a, b, sz in lives if a < end + 1]) if lives else 0
     src = dict(source or {})
     src.setdefault("events", n)
     return RunPlan([keys[t] for t in toks[:start].tolist()], offsets, step, start, anchor, int(pk.peak), lb,
-                   alignment, src, pk.method)
+                   alignment, src, pk.method, [(req, stream, init_off[i]) for i, (_a, req, stream) in enumerate(init)])
 
 
 # ---------------------------------------------------------------- reading
@@ -349,6 +386,17 @@ def from_json(data: Any, name: str = "<plan>") -> RunPlan:
         raise bad("source", source, "a JSON object")
     if "events" in source:
         nat(source, "events", "source")
+    initial: list[tuple[int, int, int]] = []
+    init_raw = d.get("initial", [])
+    if not isinstance(init_raw, list):
+        raise bad("initial", init_raw, "a list of [size, stream, offset] (blocks live when the recording began)")
+    for i, b in enumerate(init_raw):
+        if not (isinstance(b, list) and len(b) == 3 and all(type(x) is int and x >= 0 for x in b)):
+            raise bad(f"initial[{i}]", b, "[size, stream, offset] (integers >= 0)")
+        size = (b[0] + align - 1) // align * align
+        if b[2] % align or b[2] + size > arena:
+            raise bad(f"initial[{i}] offset", b[2], f"a multiple of {align} with offset + {size} <= arena ({arena})")
+        initial.append((b[0], b[1], b[2]))
     pro = obj(d.get("prologue"), "prologue")
     keys = key_list(pro.get("keys"), "prologue.keys")
     offsets = offset_map(pro.get("offsets"), "prologue.offsets", keys, arena, align)
@@ -380,4 +428,4 @@ def from_json(data: Any, name: str = "<plan>") -> RunPlan:
         s_arena = nat(st, "arena", "step")
         step = StepPlan(length, cut, template, soff, s_arena, nat(st, "lower_bound", "step"),
                         sum(template[q][1] for q in soff), 0, None, durations)
-    return RunPlan(keys, offsets, step, start, anchor, arena, lb, align, source, str(d.get("method", "")))
+    return RunPlan(keys, offsets, step, start, anchor, arena, lb, align, source, str(d.get("method", "")), initial)
