@@ -34,7 +34,9 @@ def serve(plan: runplan.RunPlan | None, evs: list[Event], page: int = 64 * KiB,
     """Drive a memtune-plan allocator over ``evs`` (after a warm start from ``segments``),
     checking after every event that no two live blocks overlap; returns it and the
     peak of its reserved bytes."""
-    dev = SimulatedDevice(1 << 40)
+    # (a device of 1 GiB: a plan file fuzzed to a larger arena is not served, and the
+    # arena's page table stays small even with 512-byte pages)
+    dev = SimulatedDevice(1 << 30)
     a = PlanAllocator(PlanSpec(online=ArenaSpec(page=page), run_plan=plan), dev)
     addr: dict[int, int] = dict(a.restore(segments)) if segments else {}
     assert not live_overlaps(a)
@@ -154,6 +156,14 @@ def test_a_plan_of_a_mid_run_snapshot_puts_the_blocks_live_at_its_start_in_the_a
     assert peak < peak_without
 
 
+def test_a_plan_larger_than_the_device_is_not_served():
+    plan = runplan.make_run_plan(lazy_optimizer_training(4), time_budget=0.1, rounds=0)
+    huge = dataclasses.replace(plan, arena=1 << 45)  # (a plan of a larger machine: the device holds 1 GiB)
+    a, peak = serve(huge, lazy_optimizer_training(6), page=512)
+    learned, peak_learned = serve(None, lazy_optimizer_training(6), page=512)
+    assert (a.planned_allocs, a.deviations, peak) == (learned.planned_allocs, learned.deviations, peak_learned)
+
+
 def test_a_snapshot_with_other_live_blocks_drops_the_plan_and_restores_them_online():
     segments, initial, evs = mid_run_snapshot()
     plan = runplan.make_run_plan(evs, initial=initial, time_budget=0.1, rounds=0)
@@ -238,6 +248,7 @@ def _edit(data: dict, path: str, value) -> dict:
     ("step.template", [], "step.template is '0 tokens'"),
     ("step.durations", [[0, 0]], "step.durations[0] is [0, 0]"),
     ("step.start", 3, "step.start is 3; expected the prologue's length"),
+    ("arena", 1 << 45, "arena is 35184372088832; expected the end of the last planned slot"),
     ("initial", 5, "initial is 5; expected a list of [size, stream, offset]"),
     ("initial", [[1, 2]], "initial[0] is [1, 2]; expected [size, stream, offset]"),
     ("initial", [[512, 0, 1 << 40]], "initial[0] offset is 1099511627776"),

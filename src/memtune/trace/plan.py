@@ -543,8 +543,9 @@ class PlanAllocator:
 
     def _activate_run(self, rp: Any) -> None:
         """Serve a plan made from an earlier run, from the next allocation on."""
-        if rp.arena == 0:
-            return
+        cap = getattr(self.device, "capacity", None)
+        if rp.arena == 0 or (cap and rp.arena > cap):
+            return  # (an arena larger than the device cannot be served: learn online instead)
         first = self._pos
         step = rp.step
         # the step's phase: (cut + pos - origin) % length == (pos - first - anchor) % length

@@ -428,4 +428,12 @@ def from_json(data: Any, name: str = "<plan>") -> RunPlan:
         s_arena = nat(st, "arena", "step")
         step = StepPlan(length, cut, template, soff, s_arena, nat(st, "lower_bound", "step"),
                         sum(template[q][1] for q in soff), 0, None, durations)
+    # the arena ends where the last planned slot does (the packed peak): a larger one is
+    # a corrupt file, and serving it would size page tables by it
+    rnd = lambda n: (n + align - 1) // align * align  # noqa: E731
+    extent = max([o + rnd(keys[q][1]) for q, o in offsets.items()]
+                 + ([o + rnd(step.template[ph][1]) for ph, o in step.offsets.items()] if step is not None else [])
+                 + [o + rnd(n) for n, _s, o in initial], default=0)
+    if arena != extent:
+        raise bad("arena", arena, f"the end of the last planned slot ({extent})")
     return RunPlan(keys, offsets, step, start, anchor, arena, lb, align, source, str(d.get("method", "")), initial)
