@@ -166,6 +166,22 @@ def test_past_the_live_peak_the_top_grows_by_the_request_only():
     assert stats["reserved_bytes.all.peak"] == 16 * PAGE
 
 
+def test_past_the_budget_one_unmap_that_gives_back_a_large_share_is_still_made():
+    """With the unmap budget spent (here: none at all), a request that would grow the
+    region by a large share of the live peak while as much sits free elsewhere gets one
+    unmap (trim_large), where the region would otherwise grow by the whole block."""
+    def run(trim_large: float) -> tuple[int, int]:
+        a, dev = make(page=PAGE, trim_budget=0.0, trim_base=0, trim_large=trim_large, growth=0.0, slack=0.0)
+        big = a.malloc(10 * PAGE)
+        a.malloc(PAGE)  # keeps big's hole below the top
+        a.free(big)
+        a.malloc(12 * PAGE)  # fits no hole: at the top, 12 new pages
+        return a.memory_stats()["reserved_bytes.all.peak"], dev.counters.unmaps
+
+    assert run(0.0) == (23 * PAGE, 0)
+    assert run(1 / 8) == (14 * PAGE, 1)  # the hole's pages but the region's first, which stays mapped
+
+
 def test_tiny_footprint_uses_exact_device_allocations():
     a, dev = make(page=2 * MiB)
     x = a.malloc(8)

@@ -47,9 +47,10 @@ SECOND_SET = ("resnet-train.jsonl.gz", "lstm-varlen-train.jsonl.gz", "unet-train
 #: An inference server whose requests change batch size and length (encoder-serve):
 #: each layer's attention blocks (64-128 MiB) land where the previous layer's do not
 #: fit, so memtune unmaps and maps again and again until its device-call budget is
-#: spent, before the largest request comes. Measured: 1.363 x the bound with 99 calls
-#: (pytorch-cuda 19); with no unmaps at all also 1.363, with 23 calls; with an
-#: unlimited budget 1.022 with 144 calls.
+#: spent, before the largest request comes; past the budget only unmaps that give back
+#: an eighth of the live peak are made. Measured: 1.157 x the bound with 117 calls
+#: (pytorch-cuda 19); with no unmaps at all 1.363 with 23 calls; with an unlimited
+#: budget 1.022 with 144 calls.
 SERVING = "requests of changing shape: the unmap budget is spent on churn before the largest request"
 #: A U-Net (unet-train): skip connections keep encoder activations alive while the
 #: decoder's larger blocks come and go, landing in other holes each step, so pages
@@ -136,7 +137,7 @@ def test_memtune_reserves_no_more_than_any_caching_preset(trace_results, name):
 
 @pytest.mark.parametrize("name", traces({
     **{n: SMALL for n in ("cnn-train.jsonl.gz", "mlp-train.jsonl.gz", "transformer-train.jsonl.gz")},
-    "encoder-serve.jsonl.gz": f"{SERVING} (1.363)"}))
+    "encoder-serve.jsonl.gz": f"{SERVING} (1.157)"}))
 def test_memtune_within_5_percent_of_the_lower_bound(trace_results, name):
     bad = []
     for device, lb, per in trace_results(name):
@@ -170,7 +171,7 @@ CALLS_KNOWN_MISSES = {"lifetimes-pangu-2.6b.csv"}
     **{n: "device calls vs memory trade-off on PanGu" for n in CALLS_KNOWN_MISSES},
     "mlp-train.jsonl.gz": f"{SMALL}; memtune 14 device calls, pytorch-cuda 4",
     "vgg-train.jsonl.gz": "memtune 52 device calls, pytorch-cuda 19",
-    "encoder-serve.jsonl.gz": f"{SERVING} (99 calls, pytorch-cuda 19)", "unet-train.jsonl.gz": UNET}))
+    "encoder-serve.jsonl.gz": f"{SERVING} (117 calls, pytorch-cuda 19)", "unet-train.jsonl.gz": UNET}))
 def test_memtune_device_calls_at_most_twice_pytorch_cuda(trace_results, name):
     bad = []
     for device, _lb, per in trace_results(name):

@@ -29,7 +29,8 @@ and back exactly the pages live blocks touch.
 * every such unmap counts against a **device-call budget** of ``trim_budget``
   x the maps made for requests (net of unmaps) + ``trim_base``: a repeating
   workload cannot churn pages, and device calls stay within a small factor of
-  an allocator that never gives memory back. Past the budget the region grows;
+  an allocator that never gives memory back. Past the budget the region grows,
+  unless one unmap gives back at least ``trim_large`` of the live peak;
 * while the whole workload is a sliver of one page (**tiny footprint**: under
   ``tiny_share`` of a page, in at most ``tiny_allocs`` distinct device
   allocations -- a scalar or two), requests get exact device allocations
@@ -87,6 +88,10 @@ class ArenaSpec:
     #: grew a region (+ ``trim_base``), bounding the device calls churn can cost
     trim_budget: float = 1.0
     trim_base: int = 4
+    #: ... except that past the budget, one unmap that gives back at least this share of
+    #: the live peak is still made (0 = never): a workload whose shapes change (a
+    #: server) would otherwise grow by whole large blocks once churn spent the budget
+    trim_large: float = 1 / 8
     #: tiny phase: exact device allocations while the live peak stays under this share
     #: of a page and at most ``tiny_allocs`` of them are needed (0 = pages from the start)
     tiny_share: float = 1 / 32
@@ -116,6 +121,7 @@ class ArenaSpec:
         need(self.growth_max >= 0, f"growth_max must be >= 0; got {self.growth_max}")
         need(0.0 <= self.tiny_share <= 1.0, f"tiny_share must be in [0, 1]; got {self.tiny_share}")
         need(self.tiny_allocs >= 0, f"tiny_allocs must be >= 0; got {self.tiny_allocs}")
+        need(0.0 <= self.trim_large, f"trim_large must be >= 0; got {self.trim_large}")
 
 
 class _Region:
@@ -533,6 +539,9 @@ class ArenaAllocator(AllocatorBase):
         # here costs at most about one map later)
         grown = max(0, self._maps - self._trims)
         budget = float("inf") if force else self.spec.trim_budget * grown + self.spec.trim_base
+        large = self.spec.trim_large
+        if self._trims >= budget and large and excess >= large * self._peak_live:
+            budget = self._trims + 1  # one unmap that gives back a large share is worth its call
         if self._trims >= budget:
             return 0
         page = self._page
