@@ -19,9 +19,9 @@ import functools
 import pytest
 from shared_traces import ALL_TRACES, REPO as _REPO, SHARED_TRACES as _SHARED
 
-#: "The same must hold on traces you have not seen": real PyTorch CPU training runs
-#: recorded by scripts/capture_demo_traces.py that no memtune setting was tuned on --
-#: the bundled demo set and benchmarks/heldout. Part of the repository: never skipped.
+#: "The same must hold on traces you have not seen": real PyTorch CPU runs recorded by
+#: scripts/capture_demo_traces.py -- the bundled demo set and benchmarks/heldout, whose
+#: README says which set was seen by which change. Part of the repository: never skipped.
 HELDOUT = {p.name: p for d in (_REPO / "src" / "memtune" / "data" / "traces", _REPO / "benchmarks" / "heldout")
            for p in sorted(d.glob("*.jsonl.gz"))}
 
@@ -37,13 +37,20 @@ def test_the_held_out_traces_are_in_the_repository():
     a lost file would otherwise only shrink the parametrization."""
     assert set(HELDOUT) >= {"cnn-train.jsonl.gz", "mlp-train.jsonl.gz", "transformer-train.jsonl.gz",
                             "gru-lm-train.jsonl.gz", "vgg-train.jsonl.gz", "vit-train.jsonl.gz",
-                            *SECOND_SET}
+                            *SECOND_SET, *THIRD_SET}
 
 #: The second held-out set (scripts/capture_demo_traces.py), captured after the first
-#: set's results were reported and measured once as it came: nothing in memtune was
-#: changed after seeing it. Two of its runs change shape from step to step.
+#: set's results were reported and measured once as it came; later changes were measured
+#: on it too (benchmarks/heldout/README.md). Two of its runs change shape from step to step.
 SECOND_SET = ("resnet-train.jsonl.gz", "lstm-varlen-train.jsonl.gz", "unet-train.jsonl.gz",
               "gpt-accum-train.jsonl.gz", "encoder-serve.jsonl.gz")
+#: The third held-out set (scripts/capture_demo_traces.py), captured after two rules of the
+#: online policy were found looking at vgg and encoder-serve (so the sets above are no
+#: longer unseen) and measured once as it came; its misses below are those measurements.
+THIRD_SET = ("mobilenet-train.jsonl.gz", "gan-train.jsonl.gz", "vae-train.jsonl.gz", "bert-mlm-train.jsonl.gz",
+             "moe-train.jsonl.gz", "diffusion-sample.jsonl.gz")
+#: Pages move between holes from step to step, an unmap and a map at a time, as in unet.
+CHURN = "the step's blocks land in other holes each step and the pages follow them"
 #: An inference server whose requests change batch size and length (encoder-serve):
 #: each layer's attention blocks (64-128 MiB) land where the previous layer's do not
 #: fit, so memtune unmaps and maps again and again until its device-call budget is
@@ -124,7 +131,8 @@ def _comparable(per: dict[str, dict]) -> list[str]:
 
 @pytest.mark.parametrize("name", traces({
     "mlp-train.jsonl.gz": f"{SMALL}; mxnet-round's power-of-two blocks fit its 3 and 4 MiB tensors better",
-    "transformer-train.jsonl.gz": f"{SMALL}; cupy's exact-size blocks reserve 0.17 MiB less"}))
+    "transformer-train.jsonl.gz": f"{SMALL}; cupy's exact-size blocks reserve 0.17 MiB less",
+    "moe-train.jsonl.gz": "third set: memtune 1.042 x the bound, cupy 1.032 (experts' batches change every step)"}))
 def test_memtune_reserves_no_more_than_any_caching_preset(trace_results, name):
     bad = []
     for device, _lb, per in trace_results(name):
@@ -137,7 +145,10 @@ def test_memtune_reserves_no_more_than_any_caching_preset(trace_results, name):
 
 @pytest.mark.parametrize("name", traces({
     **{n: SMALL for n in ("cnn-train.jsonl.gz", "mlp-train.jsonl.gz", "transformer-train.jsonl.gz")},
-    "encoder-serve.jsonl.gz": f"{SERVING} (1.157)"}))
+    "encoder-serve.jsonl.gz": f"{SERVING} (1.157)",
+    "gan-train.jsonl.gz": "third set: 1.111 (a 63 MiB workload; 32 pages would be 1.016)",
+    "vae-train.jsonl.gz": f"third set: 1.147; {CHURN}",
+    "diffusion-sample.jsonl.gz": "third set: 1.078"}))
 def test_memtune_within_5_percent_of_the_lower_bound(trace_results, name):
     bad = []
     for device, lb, per in trace_results(name):
@@ -171,7 +182,9 @@ CALLS_KNOWN_MISSES = {"lifetimes-pangu-2.6b.csv"}
     **{n: "device calls vs memory trade-off on PanGu" for n in CALLS_KNOWN_MISSES},
     "mlp-train.jsonl.gz": f"{SMALL}; memtune 14 device calls, pytorch-cuda 4",
     "vgg-train.jsonl.gz": "memtune 52 device calls, pytorch-cuda 19",
-    "encoder-serve.jsonl.gz": f"{SERVING} (117 calls, pytorch-cuda 19)", "unet-train.jsonl.gz": UNET}))
+    "encoder-serve.jsonl.gz": f"{SERVING} (117 calls, pytorch-cuda 19)", "unet-train.jsonl.gz": UNET,
+    "vae-train.jsonl.gz": f"third set: 91 calls, pytorch-cuda 9; {CHURN}",
+    "diffusion-sample.jsonl.gz": "third set: 41 calls, pytorch-cuda 11"}))
 def test_memtune_device_calls_at_most_twice_pytorch_cuda(trace_results, name):
     bad = []
     for device, _lb, per in trace_results(name):
@@ -183,9 +196,14 @@ def test_memtune_device_calls_at_most_twice_pytorch_cuda(trace_results, name):
 
 @functools.cache
 def _steps(name: str):
-    """Plan-mode analysis (period, coverage, packed step) of every device of a trace."""
+    """Plan-mode analysis (period, coverage, packed step) of every device of a trace. A
+    held-out run's step gets a fixed number of improvement rounds, not seconds: the same
+    packing on any machine (vae-train's step packs at 1.058 x its bound after 31 rounds,
+    1.018 after 115). The shared traces' steps pack within 1.013 x their bounds in a second."""
     from memtune.trace.plan import analyze
 
+    if name in HELDOUT:
+        return analyze(_load(name), replay=False, pack_seconds=120.0, pack_rounds=200)
     return analyze(_load(name), replay=False, pack_seconds=1.0)
 
 
@@ -194,10 +212,14 @@ RECORDED_STEPS = {"mlp-train.jsonl.gz": 8, "cnn-train.jsonl.gz": 5, "transformer
                   "gru-lm-train.jsonl.gz": 4, "vgg-train.jsonl.gz": 3, "vit-train.jsonl.gz": 3,
                   "resnet-train.jsonl.gz": 3, "unet-train.jsonl.gz": 3,
                   # an optimizer step of two accumulated micro-batches is one step, not two
-                  "gpt-accum-train.jsonl.gz": 3}
+                  "gpt-accum-train.jsonl.gz": 3,
+                  # the third set: a GAN step updates both networks; 12 sampling steps of a denoiser
+                  "mobilenet-train.jsonl.gz": 3, "gan-train.jsonl.gz": 3, "vae-train.jsonl.gz": 4,
+                  "diffusion-sample.jsonl.gz": 12}
 
 
-@pytest.mark.parametrize("name", ["lstm-varlen-train.jsonl.gz", "encoder-serve.jsonl.gz"])
+@pytest.mark.parametrize("name", ["lstm-varlen-train.jsonl.gz", "encoder-serve.jsonl.gz", "bert-mlm-train.jsonl.gz",
+                                  "moe-train.jsonl.gz"])
 def test_no_step_is_claimed_where_the_shapes_change_every_step(name):
     """A run whose batch shapes change from step to step has no repeating step: what
     repeats covers a sliver of it, so plan mode's targets do not apply there."""
@@ -252,7 +274,8 @@ EARLY_PEAK = "the peak falls in the first repeated step, served online while pla
 
 @pytest.mark.parametrize("name", ["cnn-train.jsonl.gz", "mlp-train.jsonl.gz", "transformer-train.jsonl.gz",
                                   "gru-lm-train.jsonl.gz", "vit-train.jsonl.gz", "resnet-train.jsonl.gz",
-                                  "unet-train.jsonl.gz", "gpt-accum-train.jsonl.gz"])
+                                  "unet-train.jsonl.gz", "gpt-accum-train.jsonl.gz", "gan-train.jsonl.gz",
+                                  "vae-train.jsonl.gz", "diffusion-sample.jsonl.gz"])
 def test_the_whole_run_plan_misses_peak_before_the_step_can_be_planned(name):
     """The reason given for the whole-run misses below is a measured fact: live bytes
     first peak in a repetition of the step that plan mode cannot have planned yet."""
@@ -271,6 +294,8 @@ def test_the_whole_run_plan_misses_peak_before_the_step_can_be_planned(name):
     "resnet-train.jsonl.gz": f"{EARLY_PEAK} (1.023; memtune 1.036)",
     "unet-train.jsonl.gz": f"{EARLY_PEAK} (1.043, as memtune)",
     "gpt-accum-train.jsonl.gz": f"{EARLY_PEAK} (1.022, as memtune)",
+    **{n: f"third set: {EARLY_PEAK} ({r}, as memtune)"
+       for n, r in (("gan-train.jsonl.gz", 1.111), ("vae-train.jsonl.gz", 1.147), ("diffusion-sample.jsonl.gz", 1.078))},
 }))
 def test_whole_run_plan_mode_within_2_percent_where_a_step_repeats(trace_results, name):
     """Where a step repeats over at least half of a device's events, the whole

@@ -377,8 +377,8 @@ def pack_cyclic(intervals: Iterable[Sequence[int]], length: int, *, alignment: i
     at one within 1/1024 of the floor (the live peak of the aligned sizes). Then, as in
     :func:`pack`, up to ``rounds`` improvement rounds (None = as many as fit) within
     ``time_budget`` seconds perturb the winning order (swaps; the buffers that reach
-    the peak placed earlier) and keep what lowers the peak. The lower bound is the
-    peak of live bytes around the cycle.
+    the peak placed earlier) and keep what lowers the peak, until one is within 1/1024
+    of the floor. The lower bound is the peak of live bytes around the cycle.
     """
     t0 = time.perf_counter()
     arr = np.asarray(list(intervals), dtype=np.int64).reshape(-1, 3)
@@ -429,8 +429,9 @@ def _greedy_search(place: Callable[[np.ndarray, bool], np.ndarray], peak_of: Cal
     Returns (offsets, peak, method, tried, rounds run)."""
     tried: dict[str, int] = {}
     best_peak, best_off, method, order, best_fit = None, None, "", next(iter(orders.values())), True
-    # within 1/1024 of the floor no other order is worth its time (a greedy placement
-    # of a step with thousands of buffers takes a good part of a second)
+    # within 1/1024 of the floor no other order, and no improvement round, is worth its
+    # time (a greedy placement of a step with thousands of buffers takes a good part of
+    # a second)
     good_enough = floor + floor // 1024
     for kind, cand in orders.items():
         for rule in ("best-fit", "lowest-offset"):
@@ -448,7 +449,7 @@ def _greedy_search(place: Callable[[np.ndarray, bool], np.ndarray], peak_of: Cal
     rng = np.random.default_rng(seed)
     n = len(order)
     step = 0
-    while n and best_peak > floor and (rounds is None or step < rounds) and time.perf_counter() - t0 < time_budget:
+    while n and best_peak > good_enough and (rounds is None or step < rounds) and time.perf_counter() - t0 < time_budget:
         step += 1
         cand = order.copy()
         if step % 2:
