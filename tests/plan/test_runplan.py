@@ -435,17 +435,24 @@ _ALL_PATHS = [p for p in _paths(_VALID) if p]
     st.lists(st.integers(-3, 3), max_size=4), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2)))
 @settings(max_examples=200, deadline=None)
 def test_any_corrupted_plan_file_is_refused_with_a_plan_file_error_or_serves_safely(path, value):
-    data = json.loads(json.dumps(_VALID))
+    plan = _corrupted(_VALID, path, value)
+    if plan is not None:
+        serve(plan, lazy_optimizer_training(6), page=512)  # a plan that loads never overlaps live blocks
+
+
+def _corrupted(valid: dict, path: tuple, value) -> runplan.RunPlan | None:
+    """``valid`` with the value at ``path`` replaced, read back: the plan, or None when
+    it is refused (with a PlanFileError that names the file)."""
+    data = json.loads(json.dumps(valid))
     cur = data
     for k in path[:-1]:
         cur = cur[k]
     cur[path[-1]] = value
     try:
-        plan = runplan.from_json(data, "fuzzed.json")
+        return runplan.from_json(data, "fuzzed.json")
     except PlanFileError as e:
         assert "fuzzed.json" in str(e)
-        return
-    serve(plan, lazy_optimizer_training(6), page=512)  # a plan that loads never overlaps live blocks
+        return None
 
 
 _WARM = mid_run_snapshot()
@@ -456,17 +463,9 @@ _VALID_WARM = runplan.make_run_plan(_WARM[2], initial=_WARM[1], time_budget=0.1,
        st.one_of(st.none(), st.integers(-(1 << 70), 1 << 70), st.lists(st.integers(-3, 1 << 20), max_size=4)))
 @settings(max_examples=100, deadline=None)
 def test_a_corrupted_plan_of_a_snapshot_is_refused_or_serves_its_warm_start_safely(path, value):
-    data = json.loads(json.dumps(_VALID_WARM))
-    cur = data
-    for k in path[:-1]:
-        cur = cur[k]
-    cur[path[-1]] = value
-    try:
-        plan = runplan.from_json(data, "fuzzed.json")
-    except PlanFileError as e:
-        assert "fuzzed.json" in str(e)
-        return
-    serve(plan, _WARM[2], page=512, segments=_WARM[0])  # checks that no two live blocks overlap
+    plan = _corrupted(_VALID_WARM, path, value)
+    if plan is not None:
+        serve(plan, _WARM[2], page=512, segments=_WARM[0])  # checks that no two live blocks overlap
 
 
 #: plan mode's online policy maps smaller growth chunks (MEMTUNE_PLAN_GROWTH, 1/64 against
