@@ -385,7 +385,9 @@ def render(rows: list[Row], pols: list[str], command: str, seconds: float, heldo
                   f"{RUN_PLAN_ROUNDS} improvement rounds), then replayed on a second run of the same program",
                   "captured separately (`benchmarks/heldout/rerun`: twice the steps, other data). In",
                   "lstm-varlen-train the shapes follow the data, so the second run leaves the plan at its ninth",
-                  "event; encoder-serve's first run has no step, so its plan ends with the first run's requests.",
+                  "event, and bert-mlm-train and moe-train (sizes drawn from the data) leave it early too: what the",
+                  "plan placed by then stays, which costs moe-train more than learning online. encoder-serve's",
+                  "first run has no step, so its plan ends with the first run's requests.",
                   "Cells as in the first table (speed relative to pytorch-cuda on the second run).", ""]
         lines += later_table(list(later))
     if trade:
