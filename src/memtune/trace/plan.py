@@ -951,12 +951,6 @@ class PlanAllocator:
             st = self.stats
             st.num_device_alloc = st.num_device_free = 0
             st.reset_peak()
-            if self.spec.run_plan is not None and self._active is not None:
-                # a plan made from an earlier run serves every allocation while the run
-                # follows it: the warm start's cached free blocks would only sit beside
-                # its arena, so they are given back now (device calls, counted)
-                self.online._release_all("plan")
-                self._sync_reserved()
             return mapping
 
     def _restore_planned(self, segs: list[SegmentState]) -> dict[int, int] | None:
