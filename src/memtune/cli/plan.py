@@ -31,9 +31,11 @@ def plan(trace, device, as_json, no_replay, pack_seconds, pack_rounds, save):
         memtune plan run1.jsonl.gz --save plan.json   # then: MEMTUNE_PLAN_FILE=plan.json for the next run
     """
     from memtune.trace.plan import analyze
+    from memtune.trace.replay import load
 
-    saved = _save_run_plan(trace, device, save, pack_seconds, pack_rounds) if save else None
-    reports = analyze(trace, device=device, replay=not no_replay, pack_seconds=pack_seconds, pack_rounds=pack_rounds)
+    tr = load(trace)  # once, for the analysis and the saved plan
+    saved = _save_run_plan(tr, device, save, pack_seconds, pack_rounds) if save else None
+    reports = analyze(tr, device=device, replay=not no_replay, pack_seconds=pack_seconds, pack_rounds=pack_rounds)
     if as_json:
         out = [r.to_json() for r in reports]
         if saved is not None:
@@ -87,15 +89,13 @@ def plan(trace, device, as_json, no_replay, pack_seconds, pack_rounds, save):
                   highlight=False)
 
 
-def _save_run_plan(trace, device, path, pack_seconds, pack_rounds):
-    """Plan the whole run of one device stream and write it; (path, device, summary)."""
-    from memtune.trace.replay import load
+def _save_run_plan(tr, device, path, pack_seconds, pack_rounds):
+    """Plan the whole run of one device stream of trace ``tr`` and write it; (path, device, summary)."""
     from memtune.trace.runplan import make_run_plan
 
-    tr = load(trace)
     if device is None and len(tr.devices) > 1:
         names = ", ".join(str(d.device) for d in tr.devices)
-        raise click.UsageError(f"{trace} has {len(tr.devices)} device streams ({names}); a plan is for one: "
+        raise click.UsageError(f"{tr.source} has {len(tr.devices)} device streams ({names}); a plan is for one: "
                                "choose it with --device")
     dt = tr.device(device) if device is not None else tr.devices[0]
     rp = make_run_plan(dt.events, initial=dt.initial_live(), time_budget=pack_seconds, rounds=pack_rounds,
