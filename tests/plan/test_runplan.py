@@ -354,13 +354,25 @@ def _replay(tr, policy: str, **settings):
     return r, dt.peak_requested_bytes(), r.device_allocs + r.device_frees
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(
-    strict=True, reason="page granularity: the bound rounded up to 2 MiB pages is 1.032 x the bound"))
-    if n in PAGE_FLOOR else n for n in FIXED_SHAPES])
-def test_a_plan_from_an_earlier_run_meets_the_plan_target_on_a_later_run(later_runs, name):
-    path, later, plan = later_runs[name]
-    r, lb, calls = _replay(later, "memtune-plan", plan_file=str(path))
+def _served(later_runs: dict, name: str):
+    """The later run replayed by memtune-plan with the first run's plan, and learning
+    online: (with the plan, learned, lower bound)."""
+    path, later, _plan = later_runs[name]
+    r, lb, _calls = _replay(later, "memtune-plan", plan_file=str(path))
     learned, _lb, _c = _replay(later, "memtune-plan")
+    return r, learned, lb
+
+
+def _runs(names: list[str], misses: dict[str, str]) -> list:
+    """``names`` as test parameters; ``misses`` (name -> why) are measured misses, strict xfails."""
+    return [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=misses[n])) if n in misses else n
+            for n in names]
+
+
+@pytest.mark.parametrize("name", _runs(FIXED_SHAPES, {
+    n: "page granularity: the bound rounded up to 2 MiB pages is 1.032 x the bound" for n in PAGE_FLOOR}))
+def test_a_plan_from_an_earlier_run_meets_the_plan_target_on_a_later_run(later_runs, name):
+    r, learned, lb = _served(later_runs, name)
     assert r.peak_reserved_bytes <= learned.peak_reserved_bytes and not r.ooms
     assert r.peak_reserved_bytes <= 1.02 * lb, f"{name}: {r.peak_reserved_bytes / lb:.4f} of the bound"
 
@@ -376,13 +388,10 @@ def test_a_later_run_served_by_a_plan_is_within_a_page_of_the_page_rounded_bound
     assert plan.ratio <= (1.02 if name in LOOSE_RECORDING else 1.01), plan.ratio
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(
-    strict=True, reason="moe: the slots placed before the deviation stay (1.055 against 1.030 learned online)"))
-    if n in COSTLY_DEVIATION else n for n in CHANGING_SHAPES])
+@pytest.mark.parametrize("name", _runs(CHANGING_SHAPES, {
+    n: "the slots placed before the deviation stay (1.055 against 1.030 learned online)" for n in COSTLY_DEVIATION}))
 def test_a_plan_from_a_run_with_other_shapes_costs_little(later_runs, name):
-    path, later, _plan = later_runs[name]
-    r, lb, _calls = _replay(later, "memtune-plan", plan_file=str(path))
-    learned, _lb, _c = _replay(later, "memtune-plan")
+    r, learned, lb = _served(later_runs, name)
     # the later run leaves the recorded sequence early: plan mode falls back to its online policy
     assert r.peak_reserved_bytes <= 1.02 * learned.peak_reserved_bytes, (
         f"{name}: {r.peak_reserved_bytes / lb:.4f} against {learned.peak_reserved_bytes / lb:.4f} learned online")
