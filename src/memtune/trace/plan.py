@@ -442,7 +442,6 @@ class PlanAllocator:
         self._arena_bytes = 0
         self._online_seen = (0, 0, 0, 0, 0, 0)  # online stats already folded in (see _sync_reserved)
         self._online_quick: tuple[int, ...] = ()
-        self._own_calls = [0, 0]
         self.plans_made = 0
         self.deviations = 0
         self.planned_allocs = 0
@@ -581,7 +580,6 @@ class PlanAllocator:
             base = self.device.malloc(arena)
         except DeviceOutOfMemory:
             return None
-        self._own_calls[0] += 1
         self.stats.num_device_alloc += 1
         self._arena_bytes += arena
         self.stats.inc(S.RESERVED_BYTES, S.LARGE, arena)
@@ -616,7 +614,6 @@ class PlanAllocator:
             n = (m - k) * page
             a.mapped += n
             self._arena_bytes += n
-            self._own_calls[0] += 1
             self.stats.num_device_alloc += 1
             self.stats.inc(S.RESERVED_BYTES, S.LARGE, n)
             k = m
@@ -665,20 +662,17 @@ class PlanAllocator:
             n = (e - m) * page
             a.mapped -= n
             self._arena_bytes -= n
-            self._own_calls[1] += 1
             self.stats.num_device_free += 1
             self.stats.dec(S.RESERVED_BYTES, S.LARGE, n)
 
     def _release_arena(self, a: _Active) -> None:
         if a.pages is None:
             self.device.free(a.base)
-            self._own_calls[1] += 1
             self.stats.num_device_free += 1
             self.stats.dec(S.SEGMENT, S.LARGE, 1)
         else:
             for lo, hi in _runs(a):
                 self.device.unmap(lo, hi - lo)
-                self._own_calls[1] += 1
                 self.stats.num_device_free += 1
             release = getattr(self.device, "release_address_space", None)
             if release is not None:
