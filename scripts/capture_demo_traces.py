@@ -818,8 +818,9 @@ HELDOUT: dict[str, Workload] = {
     "moe-train": moe_train,
     "diffusion-sample": diffusion_sample,
     # a fourth set, captured after the third set's results were reported and committed before
-    # it was measured, to check any change made after looking at the third set: other model families (encoder-decoder, recommender, dilated convolutions, a
-    # graph network), recomputation in backward, data-dependent graph sizes, a growing cache
+    # it was measured, to check any change made after looking at the third set: other model
+    # families (encoder-decoder, recommender, dilated convolutions, a graph network),
+    # recomputation in backward, data-dependent graph sizes, a growing cache
     "seq2seq-train": seq2seq_train,
     "dlrm-train": dlrm_train,
     "wavenet-train": wavenet_train,
