@@ -34,6 +34,12 @@ QUICK_HELDOUT = ("mlp-train.jsonl.gz",)
 #: Second runs of the held-out and demo programs (twice the steps, other data): a plan made
 #: from the first run (the trace in HELDOUT_DIRS) is replayed against them.
 LATER_RUNS = REPO / "benchmarks" / "heldout" / "rerun"
+#: The held-out and demo runs whose step is a whole training step of fixed shapes (the others'
+#: shapes follow the data, or they serve requests of changing shape): replayed with that step
+#: played LONG_RUN_STEPS more times (memtune.trace.extend.repeat_step).
+LONG_RUNS = ("mlp-train", "cnn-train", "transformer-train", "gru-lm-train", "vgg-train", "vit-train", "resnet-train",
+             "unet-train", "gpt-accum-train", "mobilenet-train", "gan-train", "vae-train", "diffusion-sample")
+LONG_RUN_STEPS = 200
 #: improvement rounds of a run plan's packings (a count: the same plan on any machine)
 RUN_PLAN_ROUNDS = 40
 #: Below this lower bound a ratio to it measures allocation granularity, not fragmentation.
@@ -271,6 +277,45 @@ def later_runs(quick: bool, tmp: Path) -> list[dict]:
     return out
 
 
+def long_runs(quick: bool) -> list[dict]:
+    """Each fixed-shape held-out run as recorded and with its step played LONG_RUN_STEPS
+    more times: what memory and device calls do over a longer run."""
+    import memtune
+    from memtune.trace.extend import repeat_step
+    from memtune.trace.replay import replay_device
+
+    out: list[dict] = []
+    for name in LONG_RUNS:
+        if quick and f"{name}.jsonl.gz" not in QUICK_HELDOUT:
+            continue
+        path = next(d / f"{name}.jsonl.gz" for d in HELDOUT_DIRS if (d / f"{name}.jsonl.gz").exists())
+        tr = memtune.load_trace(path)
+        dt = dataclasses.replace(tr.devices[0], settings={})
+        longer = repeat_step(dt, LONG_RUN_STEPS)
+        row = {"trace": path.name, "lower_bound": dt.peak_requested_bytes(), "results": {}}
+        for pol in ("pytorch-cuda", "memtune", "memtune-plan"):
+            for key, stream in (("recorded", dt), ("longer", longer)):
+                r = replay_device(tr, stream, pol)
+                row["results"][pol, key] = (r.peak_reserved_bytes / row["lower_bound"], r.device_allocs + r.device_frees)
+        out.append(row)
+        print(f"long run {path.name}: " + "  ".join(f"{p}/{k}={v[0]:.3f}/{v[1]}" for (p, k), v in row["results"].items()),
+              flush=True)
+    return out
+
+
+def long_table(rows: list[dict]) -> list[str]:
+    from memtune.units import format_bytes
+
+    pols = ("pytorch-cuda", "memtune", "memtune-plan")
+    lines = ["| run | lower bound | " + " | ".join(f"{p}: recorded | {p}: {LONG_RUN_STEPS} more steps" for p in pols)
+             + " |", "|" + "---|" * (2 + 2 * len(pols))]
+    for r in rows:
+        cells = [f"{r['results'][p, k][0]:.3f}<br>{r['results'][p, k][1]} calls" for p in pols
+                 for k in ("recorded", "longer")]
+        lines.append(f"| {r['trace']} | {format_bytes(r['lower_bound'])} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def later_table(rows: list[dict]) -> list[str]:
     from memtune.units import format_bytes
 
@@ -298,7 +343,7 @@ def fmt_ratio(x: float) -> str:
 
 
 def render(rows: list[Row], pols: list[str], command: str, seconds: float, heldout: list[Row] = (),
-           trade: list[dict] = (), later: list[dict] = ()) -> str:
+           trade: list[dict] = (), later: list[dict] = (), long: list[dict] = ()) -> str:
     lines = [
         "# BENCHMARKS: memtune's policy against every allocator preset",
         "",
@@ -390,6 +435,15 @@ def render(rows: list[Row], pols: list[str], command: str, seconds: float, heldo
                   "first run has no step, so its plan ends with the first run's requests.",
                   "Cells as in the first table (speed relative to pytorch-cuda on the second run).", ""]
         lines += later_table(list(later))
+    if long:
+        lines += ["", "## Longer runs", "",
+                  "A training job runs thousands of steps; these recordings hold a few. Each fixed-shape run",
+                  f"above is replayed as recorded and with its last step played {LONG_RUN_STEPS} more times",
+                  "(`memtune.trace.extend.repeat_step`: the same sizes and streams, every free at the same",
+                  "distance after its allocation), the lower bound being the same. A policy whose device calls",
+                  "grow between the two columns makes them every step, for as long as the job runs; reserved",
+                  "memory that grows shows a layout that drifts from step to step until it settles.", ""]
+        lines += long_table(list(long))
     if trade:
         n = len(rows) + len(heldout)
         lines += ["", "## Memory against device calls: memtune's settings", "",
@@ -491,9 +545,10 @@ def main(quick: bool) -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         later = later_runs(quick, Path(tmp))
+    long = long_runs(quick)
     seconds = time.perf_counter() - start
     command = "python benchmarks/run.py policy"
-    text = render(rows, pols, command, seconds, heldout, trade, later)
+    text = render(rows, pols, command, seconds, heldout, trade, later, long)
     if quick:
         print(text)
         return

@@ -27,10 +27,14 @@ and back exactly the pages live blocks touch.
   the request sets no new peak -- a repeating step uses them again -- so they
   go last;
 * every such unmap counts against a **device-call budget** of ``trim_budget``
-  x the maps made for requests (net of unmaps) + ``trim_base``: a repeating
-  workload cannot churn pages, and device calls stay within a small factor of
-  an allocator that never gives memory back. Past the budget the region grows,
-  unless one unmap gives back at least ``trim_large`` of the live peak;
+  x the maps made for requests (net of unmaps) + ``trim_base``, so device calls
+  stay within a small factor of an allocator that never gives memory back. An
+  unmap below the live peak only moves pages to where a request needs them;
+  moves also count against ``trim_budget`` x the pages by which reserved memory
+  rose to a new high: each page of the footprint moves about once, so a
+  repeating workload's moves stop and its device calls no longer grow with the
+  run. Past the budget the region grows, unless one unmap gives back at least
+  ``trim_large`` of the live peak (below the peak, once per page of such rises);
 * while the whole workload is a sliver of one page (**tiny footprint**: under
   ``tiny_share`` of a page, in at most ``tiny_allocs`` distinct device
   allocations -- a scalar or two), requests get exact device allocations
@@ -90,7 +94,8 @@ class ArenaSpec:
     trim_base: int = 4
     #: ... except that past the budget, one unmap that gives back at least this share of
     #: the live peak is still made (0 = never): a workload whose shapes change (a
-    #: server) would otherwise grow by whole large blocks once churn spent the budget
+    #: server) would otherwise grow by whole large blocks once churn spent the budget.
+    #: Below the live peak, at most once per page by which reserved memory rose to a new high
     trim_large: float = 1 / 8
     #: tiny phase: exact device allocations while the live peak stays under this share
     #: of a page and at most ``tiny_allocs`` of them are needed (0 = pages from the start)
@@ -330,6 +335,13 @@ class ArenaAllocator(AllocatorBase):
         self._clock = 0  # counts mallocs and frees: the age of free pages
         self._maps = 0         # map calls made for requests (not undone)
         self._trims = 0        # unmaps made to stay under the slack target
+        # below the live peak an unmap only moves pages to where a request needs them:
+        # such moves are counted against the pages by which maps for requests raised
+        # reserved memory past its highest since memory was last given back, see _trim
+        self._epoch_high = 0
+        self._raised_pages = 0
+        self._moves = 0        # unmaps made below the live peak within the budget
+        self._large_moves = 0  # unmaps made past the budget (trim_large) below the live peak
         a = spec.alignment
         self._amask = a - 1
         self._page = spec.page
@@ -473,6 +485,7 @@ class ArenaAllocator(AllocatorBase):
             need[-1] = (need[-1][0], max(need[-1][0], min(need[-1][1], hi)))
             if self._reserved + sum(b - a for a, b in need) > hard:
                 return False
+        high = self._epoch_high
         done: list[tuple[int, int]] = []
         for k, (a, b) in enumerate(need):
             try:
@@ -491,6 +504,8 @@ class ArenaAllocator(AllocatorBase):
             self._mapped(region, a, b)
             done.append((a, b))
         self._maps += len(done)
+        if self._reserved > high:
+            self._raised_pages += (self._reserved - high) // page
         return True
 
     def _mapped(self, region: _Region, a: int, b: int) -> None:
@@ -503,6 +518,8 @@ class ArenaAllocator(AllocatorBase):
         st.inc(S.RESERVED_BYTES, p, size)
         if self._reserved > self._high_water:
             self._high_water = self._reserved
+        if self._reserved > self._epoch_high:
+            self._epoch_high = self._reserved
         # (mapped runs are not counted as segments, as c10 does for expandable segments)
         st.num_device_alloc += 1
         if self._listeners or self._vmask:
@@ -534,16 +551,32 @@ class ArenaAllocator(AllocatorBase):
         uses them every step, so unmapping them only buys a map later. Every unmap
         made here counts against a budget of ``trim_budget`` x the maps that grew a
         region (+ ``trim_base``), which bounds the device calls churn can cost.
+        Below the live peak (``new_peak`` False) an unmap only moves pages to where a
+        request needs them, and moves also count against ``trim_budget`` x the pages
+        by which maps raised reserved memory to a new high (+ ``trim_base``): each
+        page of the footprint is moved about once, so a repeating workload's moves
+        stop and its device calls do not grow with the length of the run. (Maps net
+        of unmaps would not bound them: pages unmapped in one call often come back
+        in several.)
         """
-        # maps an allocator that never unmapped would also have made (each unmap
-        # here costs at most about one map later)
-        grown = max(0, self._maps - self._trims)
-        budget = float("inf") if force else self.spec.trim_budget * grown + self.spec.trim_base
-        large = self.spec.trim_large
-        if self._trims >= budget and large and excess >= large * self._peak_live:
-            budget = self._trims + 1  # one unmap that gives back a large share is worth its call
-        if self._trims >= budget:
-            return 0
+        spec = self.spec
+        large_move = False
+        if force:
+            allowed = float("inf")
+        else:
+            # maps an allocator that never unmapped would also have made (each unmap
+            # here costs at most about one map later)
+            allowed = spec.trim_budget * max(0, self._maps - self._trims) + spec.trim_base - self._trims
+            if not new_peak:
+                allowed = min(allowed, spec.trim_budget * self._raised_pages + spec.trim_base - self._moves)
+            if allowed <= 0 and spec.trim_large and excess >= spec.trim_large * self._peak_live:
+                # one unmap that gives back a large share is worth its call; below the
+                # peak, at most once per page the footprint grew (else a step could move
+                # the same large run out and back every time)
+                if new_peak or self._large_moves < self._raised_pages:
+                    allowed, large_move = 1, not new_peak
+            if allowed <= 0:
+                return 0
         page = self._page
         hot_after = self._clock if new_peak else self._peak_clock
         cands: list[tuple[bool, int, int, int, _Region]] = []
@@ -565,16 +598,21 @@ class ArenaAllocator(AllocatorBase):
                     continue
                 cands.append((hot, a - b, a, b, r))
         cands.sort(key=lambda c: (c[0], c[1]))
-        got = 0
+        got = made = 0
         for _hot, neg, a, b, r in cands:
-            if got >= excess or self._trims >= budget:
+            if got >= excess or made >= allowed:
                 break
-            self._trims += 1
+            made += 1
             # only what is needed, from the run's high end (low addresses stay mapped
             # for address-ordered reuse)
             take = min(-neg, -(-(excess - got) // page) * page)
             self._unmap(r, b - take, b, "slack")
             got += take
+        self._trims += made
+        if large_move:
+            self._large_moves += made
+        elif not (new_peak or force):
+            self._moves += made
         return got
 
     def _release_all(self, reason: str) -> None:
@@ -595,6 +633,9 @@ class ArenaAllocator(AllocatorBase):
                         self._emit(EventKind.SEGMENT_FREE, addr, size, 0, 0, _SMALL)
                         self._emit(EventKind.RELEASED, addr, size, 0, 0, _SMALL, {"reason": reason})
             self._tiny_free.clear()
+        # memory given back (empty_cache, a retry, a plan taking over): the footprint
+        # is found anew, and maps that raise it again allow moves again
+        self._epoch_high = self._reserved
 
     # ------------------------------------------------------------ tiny blocks
     def _tiny_fits(self, rounded: int) -> bool:
@@ -635,6 +676,8 @@ class ArenaAllocator(AllocatorBase):
         self._reserved += size
         if self._reserved > self._high_water:
             self._high_water = self._reserved
+        if self._reserved > self._epoch_high:
+            self._epoch_high = self._reserved
         st = self.stats
         st.inc(S.RESERVED_BYTES, _SMALL, size)
         st.inc(S.SEGMENT, _SMALL, 1)

@@ -1,0 +1,103 @@
+"""A longer run from a recorded one: its repeating step, repeated.
+
+Why: a recording holds a few steps, and a training job runs thousands. Whether an
+allocator's device calls keep growing with the run, or its reserved memory creeps
+up step after step, shows only on a longer run. A step's allocation sequence
+depends on the program and its shapes, not on its data. So repeating the last
+recorded step gives the run the program would have made with more steps: the same
+sizes and streams, and every free at the same distance after its allocation. A
+step whose shapes follow the data (variable-length batches) repeats the shapes of
+that one step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from memtune.errors import MemtuneError
+from memtune.trace.model import Action, DeviceTrace, Event
+
+__all__ = ["repeat_step"]
+
+
+def repeat_step(dt: DeviceTrace, extra_steps: int, *, min_period: int = 2) -> DeviceTrace:
+    """``dt`` with its last repetition of the step played ``extra_steps`` more times.
+
+    The step is what :func:`memtune.trace.plan.find_step` finds: step markers, else
+    the detected period. Events before the last repetition are kept as they are. The
+    last repetition (with whatever comes between its events: markers, empty_cache)
+    is repeated, and the events after it close the run. Blocks allocated from the
+    last repetition on get new addresses, above every address of the recording.
+    Raises :class:`MemtuneError` when no step repeats, or when the step frees a
+    block it cannot have allocated (a free that reaches back before the repeating
+    part of the stream).
+    """
+    if isinstance(extra_steps, bool) or not isinstance(extra_steps, int) or extra_steps < 0:
+        raise ValueError(f"extra_steps must be a whole number >= 0; got {extra_steps!r}")
+    from memtune.trace.plan import find_step
+
+    events = dt.events
+    per, _keys = find_step(events, min_period=min_period)
+    if per is None:
+        raise MemtuneError(f"device {dt.device}: no repeating step found in {len(events)} events "
+                           f"(no step markers, and no period of at least {min_period} allocations and frees "
+                           f"that repeats); there is nothing to repeat")
+    # event index of each ALLOC/FREE (the positions find_step counts in), and each
+    # free's distance back to its allocation (None: a block from before the stream)
+    at: list[int] = []
+    dist: list[int | None] = []
+    born: dict[int, int] = {}
+    for i, ev in enumerate(events):
+        if ev.action is Action.ALLOC:
+            born[ev.address] = len(at)
+            dist.append(None)
+        elif ev.action is Action.FREE:
+            p = born.pop(ev.address, None)
+            dist.append(None if p is None else len(at) - p)
+        else:
+            continue
+        at.append(i)
+    last = per.start + (per.count - 1) * per.length
+    lo = at[last]
+    hi = at[last + per.length] if last + per.length < len(at) else len(events)
+    token_at = {i: k for k, i in enumerate(at)}
+    span = 1 + max([ev.address + max(ev.size, 1) for ev in events] +
+                   [a + max(n, 1) for a, n, _s in dt.initial_live()] + [0])
+    base = -(-span // 4096) * 4096  # new addresses start above every recorded one
+    out: list[Event] = []
+    live: dict[int, tuple[int, int, int]] = {}  # output position -> (address, size, stream) of a live block
+    q = 0  # output position of the next ALLOC/FREE
+    parts = [range(lo)] + [range(lo, hi)] * (1 + extra_steps) + [range(hi, len(events))]
+    for n, part in enumerate(parts):
+        closing = n == len(parts) - 1
+        for i in part:
+            ev = events[i]
+            k = token_at.get(i)
+            if k is None:
+                out.append(ev)
+                continue
+            if ev.action is Action.ALLOC:
+                a = ev.address if q < last else base + 512 * q
+                live[q] = (a, ev.size, ev.stream)
+                out.append(ev if a == ev.address else Event(Action.ALLOC, a, ev.size, ev.stream))
+            else:
+                d = dist[k]
+                if d is None:
+                    if q != k:
+                        raise MemtuneError(f"device {dt.device}: the step frees a block allocated before the "
+                                           f"recording began; repeating it would free that block again")
+                    out.append(ev)
+                else:
+                    # a step frees the blocks of its own copy, or of the copies before it; the
+                    # events after the step free the last copy's blocks, and the first steps'
+                    # blocks where they are
+                    got = live.pop(k - d if closing and k - d < last else q - d, None)
+                    want = events[at[k - d]]
+                    if got is None or got[1:] != (want.size, want.stream):
+                        raise MemtuneError(
+                            f"device {dt.device}: the step frees a block allocated {d} allocations and frees "
+                            f"before, where the repeated run has no such block (it reaches back before the "
+                            f"part of the stream that repeats); cannot repeat this step")
+                    out.append(ev if got[0] == ev.address else Event(Action.FREE, got[0], ev.size, ev.stream))
+            q += 1
+    return dataclasses.replace(dt, events=out)

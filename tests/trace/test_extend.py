@@ -1,0 +1,102 @@
+"""repeat_step: a longer run from a recorded one, by repeating its step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import memtune
+from memtune.errors import MemtuneError
+from memtune.trace.extend import repeat_step
+from memtune.trace.model import Action, DeviceTrace, Event
+from memtune.trace.plan import find_step, tokenize
+
+REPO = Path(__file__).resolve().parents[2]
+VGG = REPO / "benchmarks" / "heldout" / "vgg-train.jsonl.gz"
+
+
+def _trace(ops: list[tuple]) -> DeviceTrace:
+    """ops: ("a", name, size) / ("f", name); names become addresses."""
+    addr: dict[str, int] = {}
+    events = []
+    for op in ops:
+        if op[0] == "a":
+            addr[op[1]] = 4096 * (len(addr) + 1)
+            events.append(Event(Action.ALLOC, addr[op[1]], op[2]))
+        else:
+            events.append(Event(Action.FREE, addr[op[1]]))
+    return DeviceTrace(device=0, events=events)
+
+
+def _step(k: int) -> list[tuple]:
+    # weights stay; each step: activations, then the previous step's gradient is freed
+    return [("a", f"x{k}", 1000), ("a", f"y{k}", 3000), ("f", f"x{k}"), ("a", f"g{k}", 500), ("f", f"y{k}"),
+            ("f", f"g{k - 1}")]
+
+
+def _run(steps: int) -> DeviceTrace:
+    ops = [("a", "w", 8000), ("a", "g0", 500)]
+    for k in range(1, steps + 1):
+        ops += _step(k)
+    return _trace(ops + [("f", f"g{steps}"), ("f", "w")])
+
+
+def _live_at_end(dt: DeviceTrace) -> set[int]:
+    live: set[int] = set()
+    for ev in dt.events:
+        if ev.action is Action.ALLOC:
+            assert ev.address not in live
+            live.add(ev.address)
+        elif ev.action is Action.FREE:
+            live.remove(ev.address)  # every free frees a live block
+    return live
+
+
+def test_a_longer_run_is_the_run_recorded_with_more_steps():
+    recorded = _run(4)
+    longer = repeat_step(recorded, 5)
+    toks, keys = tokenize(longer.events)
+    want, want_keys = tokenize(_run(9).events)
+    assert [keys[t] for t in toks] == [want_keys[t] for t in want]
+    assert longer.peak_requested_bytes() == recorded.peak_requested_bytes()
+    assert _live_at_end(longer) == set()
+
+
+def test_no_extra_steps_keeps_the_stream():
+    recorded = _run(4)
+    same = repeat_step(recorded, 0)
+    toks, keys = tokenize(same.events)
+    want, want_keys = tokenize(recorded.events)
+    assert [keys[t] for t in toks] == [want_keys[t] for t in want]
+
+
+def test_a_real_run_repeats_its_step():
+    dt = memtune.load_trace(VGG).devices[0]
+    per, _ = find_step(dt.events)
+    longer = repeat_step(dt, 7)
+    n_events = sum(1 for e in dt.events if e.action in (Action.ALLOC, Action.FREE))
+    assert sum(1 for e in longer.events if e.action in (Action.ALLOC, Action.FREE)) == n_events + 7 * per.length
+    assert longer.peak_requested_bytes() == dt.peak_requested_bytes()
+    assert _live_at_end(longer) == _live_at_end(dt) == set()
+    # the step found in the longer run is the same step, repeated 7 more times
+    per2, _ = find_step(longer.events)
+    assert (per2.length, per2.count) == (per.length, per.count + 7)
+
+
+def test_bad_requests_are_refused_with_the_reason():
+    with pytest.raises(ValueError, match="extra_steps must be a whole number >= 0; got -1"):
+        repeat_step(_run(4), -1)
+    with pytest.raises(ValueError, match="got True"):
+        repeat_step(_run(4), True)
+    no_step = _trace([("a", "a", 100), ("a", "b", 200), ("f", "a"), ("f", "b")])
+    with pytest.raises(MemtuneError, match="no repeating step found in 4 events"):
+        repeat_step(no_step, 3)
+
+
+def test_a_step_that_frees_what_it_cannot_have_allocated_is_refused():
+    # encoder-serve serves 8 request shapes once: what repeats is part of a request,
+    # whose frees reach back to blocks of the request before
+    dt = memtune.load_trace(REPO / "benchmarks" / "heldout" / "encoder-serve.jsonl.gz").devices[0]
+    with pytest.raises(MemtuneError, match="cannot repeat this step"):
+        repeat_step(dt, 2)
