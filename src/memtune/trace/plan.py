@@ -439,6 +439,10 @@ class PlanAllocator:
         #: pattern inside the real step (a model's repeated layers), not the step itself;
         #: taking over for it frees the online policy's cache for nothing, so never again
         self._failed: set[int] = set()
+        #: signatures of steps left online because serving them could only raise the peak
+        #: of reserved memory, with that peak: looked at again once the peak is higher (on
+        #: a long run the online layout drifts, and its peak creeps past what the plan needs)
+        self._refused: dict[int, int] = {}
         self._arena_bytes = 0
         self._online_seen = (0, 0, 0, 0, 0, 0)  # online stats already folded in (see _sync_reserved)
         self._online_quick: tuple[int, ...] = ()
@@ -520,7 +524,7 @@ class PlanAllocator:
             return
         # the same step found at another phase is the same step: a rotation-free signature
         sig = hash((p, frozenset(Counter(keys).items())))
-        if sig in self._failed:
+        if sig in self._failed or self.stats.peak(S.RESERVED_BYTES) <= self._refused.get(sig, -1):
             self._next_check = self._pos + max(self.spec.check_every, p)
             return
         plan = make_plan(keys, self.spec.alignment, self.spec.pack_seconds, rounds=self.spec.pack_rounds)
@@ -696,7 +700,7 @@ class PlanAllocator:
         if self._pos == origin:
             self._pending = None
             if self._raises_peak(plan, origin):
-                self._failed.add(signature)
+                self._refused[signature] = self.stats.peak(S.RESERVED_BYTES)
                 self._next_check = self._pos + plan.length
                 return
             self._activate(plan, origin, signature)
