@@ -251,12 +251,12 @@ def pack(
     """Pack buffers ``(start, end, size)`` (live on ``[start, end)``) into one arena.
 
     Sizes are rounded up to ``alignment`` (so every offset is a multiple of it).
-    Every heuristic in ``methods`` runs once (best-fit ones are skipped on huge
-    inputs once the budget is spent); the improvement pass then runs ``rounds``
-    rounds (None = as many as fit), within what is left of ``time_budget``
-    seconds. The result depends only on the input and ``seed`` as long as the
-    time budget is not what stopped it: give ``rounds`` for results that do not
-    vary with the machine's load.
+    Every heuristic in ``methods`` runs once (with ``rounds`` None, the later ones
+    are skipped once the budget is spent); the improvement pass then runs
+    ``rounds`` rounds (None = as many as fit), within what is left of
+    ``time_budget`` seconds. Give ``rounds`` for results that do not vary with the
+    machine's load: they then depend only on the input and ``seed`` (as long as the
+    time budget does not stop the improvement rounds).
     """
     t0 = time.perf_counter()
     _check_knobs(alignment, rounds)
@@ -288,7 +288,7 @@ def pack(
     best_method = ""
     tried: dict[str, int] = {}
     for m in methods:
-        if best_off is not None and time.perf_counter() - t0 > time_budget:
+        if rounds is None and best_off is not None and time.perf_counter() - t0 > time_budget:
             break
         off = _run(m, lo, hi, size, orders)
         peak = int((off + size).max())
