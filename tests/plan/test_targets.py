@@ -37,7 +37,7 @@ def test_the_held_out_traces_are_in_the_repository():
     a lost file would otherwise only shrink the parametrization."""
     assert set(HELDOUT) >= {"cnn-train.jsonl.gz", "mlp-train.jsonl.gz", "transformer-train.jsonl.gz",
                             "gru-lm-train.jsonl.gz", "vgg-train.jsonl.gz", "vit-train.jsonl.gz",
-                            *SECOND_SET, *THIRD_SET}
+                            *SECOND_SET, *THIRD_SET, *FOURTH_SET}
 
 #: The second held-out set (scripts/capture_demo_traces.py), captured after the first
 #: set's results were reported and measured once as it came; later changes were measured
@@ -49,6 +49,19 @@ SECOND_SET = ("resnet-train.jsonl.gz", "lstm-varlen-train.jsonl.gz", "unet-train
 #: longer unseen) and measured once as it came; its misses below are those measurements.
 THIRD_SET = ("mobilenet-train.jsonl.gz", "gan-train.jsonl.gz", "vae-train.jsonl.gz", "bert-mlm-train.jsonl.gz",
              "moe-train.jsonl.gz", "diffusion-sample.jsonl.gz")
+#: The fourth held-out set (scripts/capture_demo_traces.py), captured after the third set's
+#: results were reported, committed before it was measured, and measured once after the
+#: changes that followed (bounded page moves, plan mode looking again at a refused step);
+#: its misses below are those measurements. gnn-train's graphs and kvcache-generate's cache
+#: change size every step.
+FOURTH_SET = ("seq2seq-train.jsonl.gz", "dlrm-train.jsonl.gz", "wavenet-train.jsonl.gz", "gnn-train.jsonl.gz",
+              "checkpoint-train.jsonl.gz", "kvcache-generate.jsonl.gz")
+#: Activation checkpointing (checkpoint-train): 16 blocks' 2 MiB inputs kept, each block
+#: recomputed in backward. Each 2 MiB request is one page, and the growth chunk (1/16 of a
+#: live peak of tens of MiB) adds no page to it, so the climb maps page by page; the
+#: recomputed blocks then land in other holes. Measured: 1.049 x the bound with 193 calls,
+#: where pytorch-cuda's 20 MiB segments reserve 1.032 with 13.
+CHECKPOINT = "page-sized requests map one page at a time, and recomputed blocks move between holes"
 #: Pages move between holes from step to step, an unmap and a map at a time, as in unet.
 CHURN = "the step's blocks land in other holes each step and the pages follow them"
 #: An inference server whose requests change batch size and length (encoder-serve):
@@ -132,7 +145,8 @@ def _comparable(per: dict[str, dict]) -> list[str]:
 @pytest.mark.parametrize("name", traces({
     "mlp-train.jsonl.gz": f"{SMALL}; mxnet-round's power-of-two blocks fit its 3 and 4 MiB tensors better",
     "transformer-train.jsonl.gz": f"{SMALL}; cupy's exact-size blocks reserve 0.17 MiB less",
-    "moe-train.jsonl.gz": "third set: memtune 1.042 x the bound, cupy 1.032 (experts' batches change every step)"}))
+    "moe-train.jsonl.gz": "third set: memtune 1.042 x the bound, cupy 1.032 (experts' batches change every step)",
+    "checkpoint-train.jsonl.gz": f"fourth set: memtune 1.049 x the bound, cupy 1.016; {CHECKPOINT}"}))
 def test_memtune_reserves_no_more_than_any_caching_preset(trace_results, name):
     bad = []
     for device, _lb, per in trace_results(name):
@@ -148,7 +162,9 @@ def test_memtune_reserves_no_more_than_any_caching_preset(trace_results, name):
     "encoder-serve.jsonl.gz": f"{SERVING} (1.157)",
     "gan-train.jsonl.gz": "third set: 1.111 (a 63 MiB workload; 32 pages would be 1.016)",
     "vae-train.jsonl.gz": f"third set: 1.147; {CHURN}",
-    "diffusion-sample.jsonl.gz": "third set: 1.078"}))
+    "diffusion-sample.jsonl.gz": "third set: 1.078",
+    "dlrm-train.jsonl.gz": "fourth set: 1.078", "wavenet-train.jsonl.gz": "fourth set: 1.158",
+    "gnn-train.jsonl.gz": "fourth set: 1.079 (graph sizes change every step)"}))
 def test_memtune_within_5_percent_of_the_lower_bound(trace_results, name):
     bad = []
     for device, lb, per in trace_results(name):
@@ -160,7 +176,8 @@ def test_memtune_within_5_percent_of_the_lower_bound(trace_results, name):
     assert not bad, "; ".join(bad)
 
 
-@pytest.mark.parametrize("name", traces())
+@pytest.mark.parametrize("name", traces({
+    "checkpoint-train.jsonl.gz": f"fourth set: memtune 1.049 x the bound, pytorch-cuda 1.032; {CHECKPOINT}"}))
 def test_memtune_never_reserves_more_than_pytorch_cuda(trace_results, name):
     bad = [f"device {d}: memtune {per['memtune']['reserved']} B > pytorch-cuda {per['pytorch-cuda']['reserved']} B"
            for d, _lb, per in trace_results(name) if per["memtune"]["reserved"] > per["pytorch-cuda"]["reserved"]]
@@ -184,7 +201,11 @@ CALLS_KNOWN_MISSES = {"lifetimes-pangu-2.6b.csv"}
     "vgg-train.jsonl.gz": "memtune 52 device calls, pytorch-cuda 19",
     "encoder-serve.jsonl.gz": f"{SERVING} (117 calls, pytorch-cuda 19)", "unet-train.jsonl.gz": UNET,
     "vae-train.jsonl.gz": f"third set: 91 calls, pytorch-cuda 9; {CHURN}",
-    "diffusion-sample.jsonl.gz": "third set: 41 calls, pytorch-cuda 11"}))
+    "diffusion-sample.jsonl.gz": "third set: 41 calls, pytorch-cuda 11",
+    "dlrm-train.jsonl.gz": "fourth set: 37 calls, pytorch-cuda 18",
+    "wavenet-train.jsonl.gz": "fourth set: 63 calls, pytorch-cuda 12",
+    "gnn-train.jsonl.gz": "fourth set: 44 calls, pytorch-cuda 14 (graph sizes change every step)",
+    "checkpoint-train.jsonl.gz": f"fourth set: 193 calls, pytorch-cuda 13; {CHECKPOINT}"}))
 def test_memtune_device_calls_at_most_twice_pytorch_cuda(trace_results, name):
     bad = []
     for device, _lb, per in trace_results(name):
@@ -215,10 +236,17 @@ RECORDED_STEPS = {"mlp-train.jsonl.gz": 8, "cnn-train.jsonl.gz": 5, "transformer
                   "gpt-accum-train.jsonl.gz": 3,
                   # the third set: a GAN step updates both networks; 12 sampling steps of a denoiser
                   "mobilenet-train.jsonl.gz": 3, "gan-train.jsonl.gz": 3, "vae-train.jsonl.gz": 4,
-                  "diffusion-sample.jsonl.gz": 12}
+                  "diffusion-sample.jsonl.gz": 12,
+                  # the fourth set
+                  "seq2seq-train.jsonl.gz": 3, "dlrm-train.jsonl.gz": 4, "wavenet-train.jsonl.gz": 3,
+                  "checkpoint-train.jsonl.gz": 3}
 
 
-@pytest.mark.parametrize("name", sorted(RECORDED_STEPS))
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=(
+        "fourth set: calls still grow between 200 and 300 more steps (555, 560; they stop at 560, "
+        "pytorch-cuda 12), and reserved creeps from 1.158 to 1.243 x the bound")))
+    if n == "wavenet-train.jsonl.gz" else n for n in sorted(RECORDED_STEPS)])
 def test_memtune_device_calls_stop_growing_on_a_longer_run(name):
     """A training job runs thousands of steps; the recordings hold a few. Played 200
     and 300 more times (memtune.trace.extend), each run's step must cost memtune no
@@ -262,7 +290,7 @@ def test_plan_mode_takes_a_step_over_once_the_online_peak_has_crept_past_the_pla
 
 
 @pytest.mark.parametrize("name", ["lstm-varlen-train.jsonl.gz", "encoder-serve.jsonl.gz", "bert-mlm-train.jsonl.gz",
-                                  "moe-train.jsonl.gz"])
+                                  "moe-train.jsonl.gz", "gnn-train.jsonl.gz", "kvcache-generate.jsonl.gz"])
 def test_no_step_is_claimed_where_the_shapes_change_every_step(name):
     """A run whose batch shapes change from step to step has no repeating step: what
     repeats covers a sliver of it, so plan mode's targets do not apply there."""
@@ -318,7 +346,8 @@ EARLY_PEAK = "the peak falls in the first repeated step, served online while pla
 @pytest.mark.parametrize("name", ["cnn-train.jsonl.gz", "mlp-train.jsonl.gz", "transformer-train.jsonl.gz",
                                   "gru-lm-train.jsonl.gz", "vit-train.jsonl.gz", "resnet-train.jsonl.gz",
                                   "unet-train.jsonl.gz", "gpt-accum-train.jsonl.gz", "gan-train.jsonl.gz",
-                                  "vae-train.jsonl.gz", "diffusion-sample.jsonl.gz"])
+                                  "vae-train.jsonl.gz", "diffusion-sample.jsonl.gz", "seq2seq-train.jsonl.gz",
+                                  "dlrm-train.jsonl.gz", "wavenet-train.jsonl.gz", "checkpoint-train.jsonl.gz"])
 def test_the_whole_run_plan_misses_peak_before_the_step_can_be_planned(name):
     """The reason given for the whole-run misses below is a measured fact: live bytes
     first peak in a repetition of the step that plan mode cannot have planned yet."""
@@ -339,6 +368,10 @@ def test_the_whole_run_plan_misses_peak_before_the_step_can_be_planned(name):
     "gpt-accum-train.jsonl.gz": f"{EARLY_PEAK} (1.022, as memtune)",
     **{n: f"third set: {EARLY_PEAK} ({r}, as memtune)"
        for n, r in (("gan-train.jsonl.gz", 1.111), ("vae-train.jsonl.gz", 1.147), ("diffusion-sample.jsonl.gz", 1.078))},
+    **{n: f"fourth set: {EARLY_PEAK} ({r})"
+       for n, r in (("seq2seq-train.jsonl.gz", "1.025, as memtune"), ("dlrm-train.jsonl.gz", "1.037; memtune 1.078"),
+                    ("wavenet-train.jsonl.gz", "1.158, as memtune"),
+                    ("checkpoint-train.jsonl.gz", "1.041; memtune 1.049"))},
 }))
 def test_whole_run_plan_mode_within_2_percent_where_a_step_repeats(trace_results, name):
     """Where a step repeats over at least half of a device's events, the whole
