@@ -399,11 +399,13 @@ def test_a_plan_from_a_run_with_other_shapes_costs_little(later_runs, name):
         f"{name}: {r.peak_reserved_bytes / lb:.4f} against {learned.peak_reserved_bytes / lb:.4f} learned online")
 
 
-@pytest.mark.parametrize("name", _runs(CHANGING_SHAPES, {"kvcache-generate": (
-    "fourth set: the later run generates 48 tokens where the recording stops at 24; past it the arena "
-    "holds the caches while the online policy, which served none of the run so far, maps and unmaps pages "
-    "for every token's larger caches: 301 calls against 40 learned online (pytorch-cuda 19)")}))
+@pytest.mark.parametrize("name", CHANGING_SHAPES)
 def test_a_plan_from_a_run_with_other_shapes_costs_few_device_calls(later_runs, name):
+    """Past the plan, the online policy serves the rest of the run beside what the arena
+    still holds; it may grow into what the arena leaves of the peak before it unmaps.
+    (Measured on the fourth set's kvcache-generate, a 48-token run from a 24-token plan:
+    when the online policy kept to its own peak it made 301 calls, against 40 learning
+    online; now 64.)"""
     path, later, _plan = later_runs[name]
     _r, _lb, calls = _replay(later, "memtune-plan", plan_file=str(path))
     _l, _lb2, learned = _replay(later, "memtune-plan")

@@ -798,6 +798,12 @@ class PlanAllocator:
                         else:
                             self._deviate()
             if addr is None:
+                if self._arena_bytes:
+                    # the peak that counts is ours, arenas included: the online policy may
+                    # grow into whatever the arenas leave of it before it unmaps anything
+                    room = self.stats.peak(S.RESERVED_BYTES) - self._arena_bytes
+                    if room > self.online._high_water:
+                        self.online._high_water = room
                 try:
                     addr = self.online.malloc(size, stream)
                 finally:
