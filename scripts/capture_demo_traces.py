@@ -791,6 +791,312 @@ def kvcache_generate(*, steps: int, seed: int) -> float:
     return total
 
 
+@_workload(default_steps=4)
+def lora_finetune(*, steps: int, seed: int) -> float:
+    """LoRA fine-tuning of a small decoder-only transformer (4 pre-norm layers, d_model 384,
+    6 heads with explicit causal attention (matmul, additive mask, softmax), MLP 1536,
+    vocabulary 8000, 128 tokens, batch 8) whose base weights are frozen
+    (requires_grad False): rank-8 adapters (scale 2) on the qkv, output, and both MLP
+    projections of every layer are the only trained parameters; forward and backward run
+    under torch.autocast("cpu", dtype=torch.bfloat16); next-token loss, fixed shapes, AdamW,
+    4 steps."""
+    torch.manual_seed(0)
+
+    class LoRALinear(nn.Module):
+        def __init__(self, cin: int, cout: int, rank: int = 8) -> None:
+            super().__init__()
+            self.base = nn.Linear(cin, cout)
+            self.a = nn.Parameter(torch.randn(rank, cin) * 0.01)
+            self.b = nn.Parameter(torch.zeros(cout, rank))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.base(x) + 2.0 * nn.functional.linear(nn.functional.linear(x, self.a), self.b)
+
+    class Block(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(384), nn.LayerNorm(384)
+            self.qkv, self.proj = LoRALinear(384, 3 * 384), LoRALinear(384, 384)
+            self.up, self.down = LoRALinear(384, 1536), LoRALinear(1536, 384)
+            self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(128))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            b, t, _ = x.shape
+            q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, 6, 64).permute(2, 0, 3, 1, 4)
+            att = ((q @ k.transpose(-2, -1)) * 0.125 + self.mask).softmax(-1) @ v  # explicit causal attention
+            x = x + self.proj(att.transpose(1, 2).reshape(b, t, 384))
+            return x + self.down(nn.functional.gelu(self.up(self.ln2(x))))
+
+    class LM(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.tok, self.pos = nn.Embedding(8000, 384), nn.Parameter(torch.zeros(128, 384))
+            self.blocks = nn.ModuleList(Block() for _ in range(4))
+            self.ln, self.head = nn.LayerNorm(384), nn.Linear(384, 8000)
+
+        def forward(self, ids: torch.Tensor) -> torch.Tensor:
+            h = self.tok(ids) + self.pos
+            for block in self.blocks:
+                h = block(h)
+            return self.head(self.ln(h)).reshape(-1, 8000)
+
+    model = LM()
+    for name, p in model.named_parameters():
+        p.requires_grad_(name.endswith((".a", ".b")))  # only the adapters train
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-3)
+    gen = torch.Generator().manual_seed(24 + seed)
+    total = 0.0
+    for _ in range(steps):
+        ids = torch.randint(0, 8000, (8, 129), generator=gen)
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = nn.functional.cross_entropy(model(ids[:, :-1]), ids[:, 1:].reshape(-1))
+            loss.backward()
+        opt.step()
+        total += loss.item()
+    return total
+
+
+@_workload(default_steps=3)
+def simclr_train(*, steps: int, seed: int) -> float:
+    """SimCLR-style contrastive learning: a small CNN encoder (4 conv blocks 32-64-128-256
+    with BatchNorm, strides 1-2-2-2, global average pooling) and a projection head 256-256-128
+    embed two augmented 24x24 views of each batch of 256 32x32 RGB images (each view: a
+    random 24x24 crop by slicing, a random cyclic shift by torch.roll, a per-image random
+    horizontal flip and Gaussian noise, all from the data generator); NT-Xent loss
+    (temperature 0.2) over the 512x512 cosine-similarity matrix; fixed shapes, SGD momentum
+    with weight decay, 3 steps."""
+    torch.manual_seed(0)
+
+    def block(cin: int, cout: int, stride: int) -> nn.Sequential:
+        return nn.Sequential(nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU())
+
+    model = nn.Sequential(block(3, 32, 1), block(32, 64, 2), block(64, 128, 2), block(128, 256, 2),
+                          nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                          nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 128))
+    opt = torch.optim.SGD(model.parameters(), lr=0.3, momentum=0.9, weight_decay=1e-6)
+    gen = torch.Generator().manual_seed(25 + seed)
+
+    def view(images: torch.Tensor) -> torch.Tensor:
+        top, left, shift = (int(v) for v in torch.randint(0, 9, (3,), generator=gen))
+        x = images[:, :, top:top + 24, left:left + 24].roll(shift, 3)
+        flip = torch.rand(images.shape[0], 1, 1, 1, generator=gen) < 0.5
+        x = torch.where(flip, x.flip(3), x)
+        return x + 0.1 * torch.randn(x.shape, generator=gen)
+
+    total = 0.0
+    targets = (torch.arange(512) + 256) % 512  # each view's positive: the other view of its image
+    for _ in range(steps):
+        images = torch.randn(256, 3, 32, 32, generator=gen)
+        opt.zero_grad(set_to_none=True)
+        z = nn.functional.normalize(model(torch.cat([view(images), view(images)])), dim=1)
+        sim = (z @ z.t() / 0.2).masked_fill(torch.eye(512, dtype=torch.bool), float("-inf"))
+        loss = nn.functional.cross_entropy(sim, targets)
+        loss.backward()
+        opt.step()
+        total += loss.item()
+    return total
+
+
+@_workload(default_steps=3)
+def swin_train(*, steps: int, seed: int) -> float:
+    """Swin-style hierarchical vision transformer (4x4 patch embedding of 112x112 RGB to
+    28x28 tokens; 3 stages of 2 blocks, dims 64-128-256, heads 2-4-8, MLP ratio 4, at 28x28,
+    14x14 and 7x7 tokens; window attention in 7x7 windows by reshape/permute with a learned
+    relative position bias, every second block on windows shifted by torch.roll with the
+    shifted-window attention mask; 2x2 patch merging between stages), batch 32, 100
+    classes, fixed shapes, AdamW, 3 steps."""
+    torch.manual_seed(0)
+    win = 7
+    coords = torch.stack(torch.meshgrid(torch.arange(win), torch.arange(win), indexing="ij")).flatten(1)
+    rel = (coords[:, :, None] - coords[:, None, :]) + win - 1
+    rel_index = rel[0] * (2 * win - 1) + rel[1]  # (49, 49) into the (2w-1)^2 bias table
+
+    def windows(x: torch.Tensor) -> torch.Tensor:  # (B, H, W, C) -> (B * nW, 49, C)
+        b, h, w, c = x.shape
+        return x.view(b, h // win, win, w // win, win, c).permute(0, 1, 3, 2, 4, 5).reshape(-1, win * win, c)
+
+    def unwindows(x: torch.Tensor, b: int, h: int, w: int) -> torch.Tensor:
+        return x.view(b, h // win, w // win, win, win, -1).permute(0, 1, 3, 2, 4, 5).reshape(b, h, w, -1)
+
+    class Block(nn.Module):
+        def __init__(self, dim: int, heads: int, res: int, shift: int) -> None:
+            super().__init__()
+            self.heads, self.shift = heads, shift
+            self.ln1, self.ln2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+            self.qkv, self.proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+            self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+            self.bias = nn.Parameter(torch.zeros((2 * win - 1) ** 2, heads))
+            mask = torch.zeros(0)
+            if shift:  # regions of the rolled map that must not attend to each other
+                region = torch.zeros(1, res, res, 1)
+                cuts = (slice(0, -win), slice(-win, -shift), slice(-shift, None))
+                for n, (hs, ws) in enumerate(itertools.product(cuts, cuts)):
+                    region[:, hs, ws] = n
+                ids = windows(region).squeeze(2)
+                mask = (ids[:, None, :] != ids[:, :, None]).float() * -100.0  # (nW, 49, 49)
+            self.register_buffer("mask", mask)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            b, h, w, c = x.shape
+            y = self.ln1(x)
+            if self.shift:
+                y = torch.roll(y, (-self.shift, -self.shift), (1, 2))
+            y = windows(y)
+            q, k, v = self.qkv(y).view(y.shape[0], win * win, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
+            att = (q * q.shape[-1] ** -0.5) @ k.transpose(-2, -1)
+            att = att + self.bias[rel_index].permute(2, 0, 1)
+            if self.shift:
+                nw = self.mask.shape[0]
+                att = (att.view(b, nw, self.heads, win * win, win * win) + self.mask[None, :, None]).flatten(0, 1)
+            y = (att.softmax(-1) @ v).transpose(1, 2).reshape(-1, win * win, c)
+            y = unwindows(self.proj(y), b, h, w)
+            if self.shift:
+                y = torch.roll(y, (self.shift, self.shift), (1, 2))
+            x = x + y
+            return x + self.mlp(self.ln2(x))
+
+    class Merge(nn.Module):  # 2x2 neighbourhoods -> one token of twice the channels
+        def __init__(self, dim: int) -> None:
+            super().__init__()
+            self.norm, self.reduce = nn.LayerNorm(4 * dim), nn.Linear(4 * dim, 2 * dim, bias=False)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            x = torch.cat([x[:, 0::2, 0::2], x[:, 1::2, 0::2], x[:, 0::2, 1::2], x[:, 1::2, 1::2]], -1)
+            return self.reduce(self.norm(x))
+
+    class Swin(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed, self.embed_norm = nn.Conv2d(3, 64, 4, 4), nn.LayerNorm(64)
+            layers: list[nn.Module] = []
+            for stage, (dim, heads, res) in enumerate(((64, 2, 28), (128, 4, 14), (256, 8, 7))):
+                if stage:
+                    layers.append(Merge(dim // 2))
+                layers += [Block(dim, heads, res, 0), Block(dim, heads, res, win // 2 if res > win else 0)]
+            self.layers = nn.Sequential(*layers)
+            self.norm, self.head = nn.LayerNorm(256), nn.Linear(256, 100)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            x = self.embed_norm(self.embed(x).permute(0, 2, 3, 1))  # (B, 28, 28, 64)
+            return self.head(self.norm(self.layers(x)).mean((1, 2)))
+
+    model = Swin()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.05)
+    gen = torch.Generator().manual_seed(26 + seed)
+    batch = lambda: (torch.randn(32, 3, 112, 112, generator=gen), torch.randint(0, 100, (32,), generator=gen))  # noqa: E731
+    return _train(model, batch, steps, nn.functional.cross_entropy, opt)
+
+
+@_workload(default_steps=3)
+def fpn_detect_train(*, steps: int, seed: int) -> float:
+    """Detection-style model: a conv backbone (stride-2 stem 32, then 4 stages of two 3x3
+    convs with BatchNorm, 48-96-192-256 channels, each stage halving the map: C2-C5 at
+    strides 4-32 of a 256x256 RGB input), a feature pyramid (1x1 lateral convs to 128
+    channels, top-down nearest upsampling and addition, 3x3 output convs) and, for each of
+    the 4 levels, its own classification head (3x3 conv then 3 anchors x 20 classes) and
+    box-regression head (3x3 conv then 3 anchors x 4), trained on random targets (about 2%
+    of anchor-class pairs positive, BCE-with-logits; smooth L1 on random boxes at anchors
+    that have any positive); batch 8, fixed shapes, SGD momentum with weight decay, 3 steps."""
+    torch.manual_seed(0)
+
+    def conv(cin: int, cout: int, stride: int = 1) -> nn.Sequential:
+        return nn.Sequential(nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU())
+
+    class Detector(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.stem = conv(3, 32, 2)
+            chans = (48, 96, 192, 256)
+            self.stages = nn.ModuleList(nn.Sequential(conv(cin, cout, 2), conv(cout, cout))
+                                        for cin, cout in zip((32, *chans[:-1]), chans))
+            self.lateral = nn.ModuleList(nn.Conv2d(c, 128, 1) for c in chans)
+            self.smooth = nn.ModuleList(nn.Conv2d(128, 128, 3, padding=1) for _ in chans)
+            self.cls = nn.ModuleList(nn.Sequential(nn.Conv2d(128, 128, 3, padding=1), nn.ReLU(),
+                                                   nn.Conv2d(128, 3 * 20, 3, padding=1)) for _ in chans)
+            self.box = nn.ModuleList(nn.Sequential(nn.Conv2d(128, 128, 3, padding=1), nn.ReLU(),
+                                                   nn.Conv2d(128, 3 * 4, 3, padding=1)) for _ in chans)
+
+        def forward(self, x: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+            feats = []
+            x = self.stem(x)
+            for stage in self.stages:
+                x = stage(x)
+                feats.append(x)
+            top = self.lateral[-1](feats[-1])
+            pyramid = [top]
+            for lat, f in zip(reversed(self.lateral[:-1]), reversed(feats[:-1])):
+                top = lat(f) + nn.functional.interpolate(top, scale_factor=2.0, mode="nearest")
+                pyramid.insert(0, top)
+            return [(cls(p), box(p)) for p, cls, box in
+                    zip((s(p) for s, p in zip(self.smooth, pyramid)), self.cls, self.box)]
+
+    model = Detector()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
+    gen = torch.Generator().manual_seed(27 + seed)
+    total = 0.0
+    for _ in range(steps):
+        images = torch.randn(8, 3, 256, 256, generator=gen)
+        opt.zero_grad(set_to_none=True)
+        loss = torch.zeros(())
+        for cls, box in model(images):
+            b, _, h, w = cls.shape
+            labels = (torch.rand(b, 3, 20, h, w, generator=gen) < 0.02).float()
+            boxes = torch.randn(b, 3, 4, h, w, generator=gen)
+            positive = labels.amax(2, keepdim=True)
+            loss = loss + nn.functional.binary_cross_entropy_with_logits(cls.view(b, 3, 20, h, w), labels)
+            loss = loss + (nn.functional.smooth_l1_loss(box.view(b, 3, 4, h, w), boxes, reduction="none")
+                           * positive).sum() / positive.sum().clamp(min=1)
+        loss.backward()
+        opt.step()
+        total += loss.item()
+    return total
+
+
+@_workload(default_steps=4)
+def ctc_speech_train(*, steps: int, seed: int) -> float:
+    """CTC speech recogniser: conv subsampling (two 3x3 stride-2 Conv2d 1-32-32 with ReLU)
+    over 80-bin log-mel-like features, a linear 640-256, a 2-layer bidirectional LSTM of 256
+    per direction and a linear 512-32 (32 symbols, blank 0), trained with nn.CTCLoss; batch
+    8. Each step's utterance length (400-1600 frames, the whole batch padded to it, each
+    utterance's own length 70-100% of it) and each transcript's length (10 up to a quarter
+    of that utterance's subsampled frames, at most 120) are drawn from the data generator,
+    so tensor sizes change every step; Adam, 4 steps."""
+    torch.manual_seed(0)
+
+    class ASR(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.sub = nn.Sequential(nn.Conv2d(1, 32, 3, 2, 1), nn.ReLU(), nn.Conv2d(32, 32, 3, 2, 1), nn.ReLU())
+            self.proj = nn.Linear(32 * 20, 256)
+            self.rnn = nn.LSTM(256, 256, num_layers=2, bidirectional=True, batch_first=True)
+            self.head = nn.Linear(512, 32)
+
+        def forward(self, feats: torch.Tensor) -> torch.Tensor:  # (B, T, 80) -> (T/4, B, 32) log-probs
+            x = self.sub(feats[:, None])  # (B, 32, T/4, 20)
+            x = self.proj(x.permute(0, 2, 1, 3).flatten(2))
+            return self.head(self.rnn(x)[0]).log_softmax(-1).transpose(0, 1)
+
+    model = ASR()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    ctc = nn.CTCLoss(blank=0, zero_infinity=True)
+    gen = torch.Generator().manual_seed(28 + seed)
+    total = 0.0
+    for _ in range(steps):
+        frames = int(torch.randint(400, 1601, (1,), generator=gen))
+        feats = torch.randn(8, frames, 80, generator=gen)
+        lengths = (frames * (0.7 + 0.3 * torch.rand(8, generator=gen))).long().clamp(max=frames)
+        out_lengths = (lengths + 3) // 4  # two stride-2 convs with padding 1
+        target_lengths = (10 + (torch.rand(8, generator=gen) * (out_lengths // 4 - 9).clamp(max=111))).long()
+        targets = torch.randint(1, 32, (int(target_lengths.sum()),), generator=gen)
+        opt.zero_grad(set_to_none=True)
+        loss = ctc(model(feats), targets, out_lengths, target_lengths)
+        loss.backward()
+        opt.step()
+        total += loss.item()
+    return total
+
+
 WORKLOADS: dict[str, Workload] = {
     "mlp-train": mlp_train,
     "cnn-train": cnn_train,
@@ -827,6 +1133,16 @@ HELDOUT: dict[str, Workload] = {
     "gnn-train": gnn_train,
     "checkpoint-train": checkpoint_train,
     "kvcache-generate": kvcache_generate,
+    # a fifth set, captured after the fourth set's results were reported and committed before
+    # it was measured, to check the changes made after looking at the fourth set: frozen
+    # weights with trained low-rank adapters under bfloat16 autocast, a contrastive loss over
+    # two augmented views, shifted-window attention with patch merging, a feature pyramid
+    # with per-level detection heads, CTC speech recognition with data-dependent lengths
+    "lora-finetune": lora_finetune,
+    "simclr-train": simclr_train,
+    "swin-train": swin_train,
+    "fpn-detect-train": fpn_detect_train,
+    "ctc-speech-train": ctc_speech_train,
 }
 
 
