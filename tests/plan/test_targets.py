@@ -37,7 +37,7 @@ def test_the_held_out_traces_are_in_the_repository():
     a lost file would otherwise only shrink the parametrization."""
     assert set(HELDOUT) >= {"cnn-train.jsonl.gz", "mlp-train.jsonl.gz", "transformer-train.jsonl.gz",
                             "gru-lm-train.jsonl.gz", "vgg-train.jsonl.gz", "vit-train.jsonl.gz",
-                            *SECOND_SET, *THIRD_SET, *FOURTH_SET}
+                            *SECOND_SET, *THIRD_SET, *FOURTH_SET, *FIFTH_SET}
 
 #: The second held-out set (scripts/capture_demo_traces.py), captured after the first
 #: set's results were reported and measured once as it came; later changes were measured
@@ -56,6 +56,12 @@ THIRD_SET = ("mobilenet-train.jsonl.gz", "gan-train.jsonl.gz", "vae-train.jsonl.
 #: change size every step.
 FOURTH_SET = ("seq2seq-train.jsonl.gz", "dlrm-train.jsonl.gz", "wavenet-train.jsonl.gz", "gnn-train.jsonl.gz",
               "checkpoint-train.jsonl.gz", "kvcache-generate.jsonl.gz")
+#: The fifth held-out set, captured after the fourth set's results were reported (and one
+#: change, the online policy growing into the room an arena leaves, was made looking at
+#: it), committed before it was measured, and measured once; its misses below are those
+#: measurements. ctc-speech-train's utterance lengths change every step.
+FIFTH_SET = ("lora-finetune.jsonl.gz", "simclr-train.jsonl.gz", "swin-train.jsonl.gz", "fpn-detect-train.jsonl.gz",
+             "ctc-speech-train.jsonl.gz")
 #: Activation checkpointing (checkpoint-train): 16 blocks' 2 MiB inputs kept, each block
 #: recomputed in backward. Each 2 MiB request is one page, and the growth chunk (1/16 of a
 #: live peak of tens of MiB) adds no page to it, so the climb maps page by page; the
@@ -164,7 +170,8 @@ def test_memtune_reserves_no_more_than_any_caching_preset(trace_results, name):
     "vae-train.jsonl.gz": f"third set: 1.147; {CHURN}",
     "diffusion-sample.jsonl.gz": "third set: 1.078",
     "dlrm-train.jsonl.gz": "fourth set: 1.078", "wavenet-train.jsonl.gz": "fourth set: 1.158",
-    "gnn-train.jsonl.gz": "fourth set: 1.079 (graph sizes change every step)"}))
+    "gnn-train.jsonl.gz": "fourth set: 1.079 (graph sizes change every step)",
+    "lora-finetune.jsonl.gz": "fifth set: 1.058", "fpn-detect-train.jsonl.gz": "fifth set: 1.061"}))
 def test_memtune_within_5_percent_of_the_lower_bound(trace_results, name):
     bad = []
     for device, lb, per in trace_results(name):
@@ -205,7 +212,10 @@ CALLS_KNOWN_MISSES = {"lifetimes-pangu-2.6b.csv"}
     "dlrm-train.jsonl.gz": "fourth set: 37 calls, pytorch-cuda 18",
     "wavenet-train.jsonl.gz": "fourth set: 63 calls, pytorch-cuda 12",
     "gnn-train.jsonl.gz": "fourth set: 44 calls, pytorch-cuda 14 (graph sizes change every step)",
-    "checkpoint-train.jsonl.gz": f"fourth set: 193 calls, pytorch-cuda 13; {CHECKPOINT}"}))
+    "checkpoint-train.jsonl.gz": f"fourth set: 193 calls, pytorch-cuda 13; {CHECKPOINT}",
+    "lora-finetune.jsonl.gz": "fifth set: 63 calls, pytorch-cuda 29",
+    "simclr-train.jsonl.gz": "fifth set: 73 calls, pytorch-cuda 16",
+    "fpn-detect-train.jsonl.gz": "fifth set: 114 calls, pytorch-cuda 34"}))
 def test_memtune_device_calls_at_most_twice_pytorch_cuda(trace_results, name):
     bad = []
     for device, _lb, per in trace_results(name):
@@ -239,7 +249,10 @@ RECORDED_STEPS = {"mlp-train.jsonl.gz": 8, "cnn-train.jsonl.gz": 5, "transformer
                   "diffusion-sample.jsonl.gz": 12,
                   # the fourth set
                   "seq2seq-train.jsonl.gz": 3, "dlrm-train.jsonl.gz": 4, "wavenet-train.jsonl.gz": 3,
-                  "checkpoint-train.jsonl.gz": 3}
+                  "checkpoint-train.jsonl.gz": 3,
+                  # the fifth set
+                  "lora-finetune.jsonl.gz": 4, "simclr-train.jsonl.gz": 3, "swin-train.jsonl.gz": 3,
+                  "fpn-detect-train.jsonl.gz": 3}
 
 
 @pytest.mark.parametrize("name", [
@@ -290,7 +303,8 @@ def test_plan_mode_takes_a_step_over_once_the_online_peak_has_crept_past_the_pla
 
 
 @pytest.mark.parametrize("name", ["lstm-varlen-train.jsonl.gz", "encoder-serve.jsonl.gz", "bert-mlm-train.jsonl.gz",
-                                  "moe-train.jsonl.gz", "gnn-train.jsonl.gz", "kvcache-generate.jsonl.gz"])
+                                  "moe-train.jsonl.gz", "gnn-train.jsonl.gz", "kvcache-generate.jsonl.gz",
+                                  "ctc-speech-train.jsonl.gz"])
 def test_no_step_is_claimed_where_the_shapes_change_every_step(name):
     """A run whose batch shapes change from step to step has no repeating step: what
     repeats covers a sliver of it, so plan mode's targets do not apply there."""
@@ -347,7 +361,8 @@ EARLY_PEAK = "the peak falls in the first repeated step, served online while pla
                                   "gru-lm-train.jsonl.gz", "vit-train.jsonl.gz", "resnet-train.jsonl.gz",
                                   "unet-train.jsonl.gz", "gpt-accum-train.jsonl.gz", "gan-train.jsonl.gz",
                                   "vae-train.jsonl.gz", "diffusion-sample.jsonl.gz", "seq2seq-train.jsonl.gz",
-                                  "dlrm-train.jsonl.gz", "wavenet-train.jsonl.gz", "checkpoint-train.jsonl.gz"])
+                                  "dlrm-train.jsonl.gz", "wavenet-train.jsonl.gz", "checkpoint-train.jsonl.gz",
+                                  "lora-finetune.jsonl.gz", "simclr-train.jsonl.gz", "fpn-detect-train.jsonl.gz"])
 def test_the_whole_run_plan_misses_peak_before_the_step_can_be_planned(name):
     """The reason given for the whole-run misses below is a measured fact: live bytes
     first peak in a repetition of the step that plan mode cannot have planned yet."""
@@ -372,6 +387,9 @@ def test_the_whole_run_plan_misses_peak_before_the_step_can_be_planned(name):
        for n, r in (("seq2seq-train.jsonl.gz", "1.025, as memtune"), ("dlrm-train.jsonl.gz", "1.037; memtune 1.078"),
                     ("wavenet-train.jsonl.gz", "1.158, as memtune"),
                     ("checkpoint-train.jsonl.gz", "1.041; memtune 1.049"))},
+    **{n: f"fifth set: {EARLY_PEAK} ({r}, as memtune)"
+       for n, r in (("lora-finetune.jsonl.gz", 1.058), ("simclr-train.jsonl.gz", 1.042),
+                    ("fpn-detect-train.jsonl.gz", 1.061))},
 }))
 def test_whole_run_plan_mode_within_2_percent_where_a_step_repeats(trace_results, name):
     """Where a step repeats over at least half of a device's events, the whole
