@@ -100,3 +100,20 @@ def test_a_step_that_frees_what_it_cannot_have_allocated_is_refused():
     dt = memtune.load_trace(REPO / "benchmarks" / "heldout" / "encoder-serve.jsonl.gz").devices[0]
     with pytest.raises(MemtuneError, match="cannot repeat this step"):
         repeat_step(dt, 2)
+
+
+def test_a_step_that_frees_blocks_from_before_the_recording_is_refused():
+    # a warm start: every step frees one of the blocks live when the recording began, so
+    # a repeated step would free one of them a second time
+    from memtune.trace.model import BlockState, SegmentState
+
+    n = 6
+    blocks = [BlockState(0x100000 + 4096 * k, 1024, 1000, True) for k in range(n)]
+    warm = [SegmentState(0x100000, 4096 * n, 0, "large", tuple(blocks))]
+    events = []
+    for k in range(n):
+        events += [Event(Action.ALLOC, 0x900000, 3000), Event(Action.FREE, 0x900000),
+                   Event(Action.FREE, 0x100000 + 4096 * k)]
+    dt = DeviceTrace(device=0, events=events, initial_segments=warm)
+    with pytest.raises(MemtuneError, match="frees a block allocated before the recording began"):
+        repeat_step(dt, 2)

@@ -34,29 +34,20 @@ def repeat_step(dt: DeviceTrace, extra_steps: int, *, min_period: int = 2) -> De
     """
     if isinstance(extra_steps, bool) or not isinstance(extra_steps, int) or extra_steps < 0:
         raise ValueError(f"extra_steps must be a whole number >= 0; got {extra_steps!r}")
-    from memtune.trace.plan import find_step
+    from memtune.trace.plan import FREE, find_step, tokenize
 
     events = dt.events
-    per, _keys = find_step(events, min_period=min_period)
+    per, _template = find_step(events, min_period=min_period)
     if per is None:
         raise MemtuneError(f"device {dt.device}: no repeating step found in {len(events)} events "
                            f"(no step markers, and no period of at least {min_period} allocations and frees "
                            f"that repeats); there is nothing to repeat")
-    # event index of each ALLOC/FREE (the positions find_step counts in), and each
-    # free's distance back to its allocation (None: a block from before the stream)
-    at: list[int] = []
-    dist: list[int | None] = []
-    born: dict[int, int] = {}
-    for i, ev in enumerate(events):
-        if ev.action is Action.ALLOC:
-            born[ev.address] = len(at)
-            dist.append(None)
-        elif ev.action is Action.FREE:
-            p = born.pop(ev.address, None)
-            dist.append(None if p is None else len(at) - p)
-        else:
-            continue
-        at.append(i)
+    # event index of each ALLOC/FREE (the positions find_step counts in), and each free's
+    # distance back to its allocation as tokenize() counts it (None: an alloc, or a block
+    # from before the stream)
+    at = [i for i, ev in enumerate(events) if ev.action in (Action.ALLOC, Action.FREE)]
+    toks, keys = tokenize(events)
+    dist = [keys[t][1] if keys[t][0] == FREE else None for t in toks.tolist()]
     last = per.start + (per.count - 1) * per.length
     lo = at[last]
     hi = at[last + per.length] if last + per.length < len(at) else len(events)
