@@ -255,11 +255,28 @@ RECORDED_STEPS = {"mlp-train.jsonl.gz": 8, "cnn-train.jsonl.gz": 5, "transformer
                   "fpn-detect-train.jsonl.gz": 3}
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=(
-        "fourth set: calls still grow between 200 and 300 more steps (555, 560; they stop at 560, "
-        "pytorch-cuda 12), and reserved creeps from 1.158 to 1.243 x the bound")))
-    if n == "wavenet-train.jsonl.gz" else n for n in sorted(RECORDED_STEPS)])
+@functools.cache
+def _longer(name: str, extra_steps: int, policy: str) -> tuple[int, int]:
+    """(device calls, peak reserved) of ``policy`` on the run with its step played
+    ``extra_steps`` more times (memtune.trace.extend.repeat_step)."""
+    from memtune.trace.extend import repeat_step
+    from memtune.trace.replay import replay_device
+
+    tr = _load(name)
+    dt = dataclasses.replace(tr.devices[0], settings={})
+    r = replay_device(tr, repeat_step(dt, extra_steps), policy)
+    return r.device_allocs + r.device_frees, r.peak_reserved_bytes
+
+
+def _params(names, misses: dict[str, str]) -> list:
+    """``names`` as test parameters; ``misses`` (name -> why) are measured misses, strict xfails."""
+    return [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=misses[n])) if n in misses else n
+            for n in names]
+
+
+@pytest.mark.parametrize("name", _params(sorted(RECORDED_STEPS), {
+    "wavenet-train.jsonl.gz": "fourth set: calls still grow between 200 and 300 more steps (555, 560; they stop "
+                              "at 560, pytorch-cuda 12), and reserved creeps from 1.158 to 1.243 x the bound"}))
 def test_memtune_device_calls_stop_growing_on_a_longer_run(name):
     """A training job runs thousands of steps; the recordings hold a few. Played 200
     and 300 more times (memtune.trace.extend), each run's step must cost memtune no
@@ -267,15 +284,7 @@ def test_memtune_device_calls_stop_growing_on_a_longer_run(name):
     after 300 more steps as after 200. (Unmaps that move pages between holes each step
     made vae-train's calls grow by about two a step: 451 calls 200 steps on, 626 300
     steps on; with moves bounded by the pages the footprint grew, 304 and 304.)"""
-    from memtune.trace.extend import repeat_step
-    from memtune.trace.replay import replay_device
-
-    tr = _load(name)
-    dt = dataclasses.replace(tr.devices[0], settings={})
-    got = []
-    for extra in (200, 300):
-        r = replay_device(tr, repeat_step(dt, extra), "memtune")
-        got.append((r.device_allocs + r.device_frees, r.peak_reserved_bytes))
+    got = [_longer(name, extra, "memtune") for extra in (200, 300)]
     assert got[0] == got[1], got
 
 
@@ -287,17 +296,7 @@ def test_plan_mode_takes_a_step_over_once_the_online_peak_has_crept_past_the_pla
     up (unet-train: 1.043 -> 1.081 x the bound), so plan mode looks again once the peak
     has risen, and then serves the step from its plan: memtune-plan stays below memtune
     (unet-train 100 steps on: 1.050), and its device calls stop growing."""
-    from memtune.trace.extend import repeat_step
-    from memtune.trace.replay import replay_device
-
-    tr = _load(name)
-    dt = dataclasses.replace(tr.devices[0], settings={})
-    got = {}
-    for extra in (50, 100):
-        longer = repeat_step(dt, extra)
-        for pol in ("memtune", "memtune-plan"):
-            r = replay_device(tr, longer, pol)
-            got[pol, extra] = (r.device_allocs + r.device_frees, r.peak_reserved_bytes)
+    got = {(pol, extra): _longer(name, extra, pol) for extra in (50, 100) for pol in ("memtune", "memtune-plan")}
     assert got["memtune-plan", 50] == got["memtune-plan", 100], got
     assert got["memtune-plan", 100][1] < got["memtune", 100][1], got
 
