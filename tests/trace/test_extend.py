@@ -89,6 +89,10 @@ def test_bad_requests_are_refused_with_the_reason():
         repeat_step(_run(4), -1)
     with pytest.raises(ValueError, match="got True"):
         repeat_step(_run(4), True)
+    with pytest.raises(ValueError, match="min_period must be a whole number >= 1; got 0"):
+        repeat_step(_run(4), 2, min_period=0)
+    with pytest.raises(TypeError, match="needs a DeviceTrace .* got str"):
+        repeat_step("trace.jsonl.gz", 2)
     no_step = _trace([("a", "a", 100), ("a", "b", 200), ("f", "a"), ("f", "b")])
     with pytest.raises(MemtuneError, match="no repeating step found in 4 events"):
         repeat_step(no_step, 3)

@@ -32,8 +32,12 @@ def repeat_step(dt: DeviceTrace, extra_steps: int, *, min_period: int = 2) -> De
     block it cannot have allocated (a free that reaches back before the repeating
     part of the stream).
     """
-    if isinstance(extra_steps, bool) or not isinstance(extra_steps, int) or extra_steps < 0:
-        raise ValueError(f"extra_steps must be a whole number >= 0; got {extra_steps!r}")
+    if not isinstance(dt, DeviceTrace):
+        raise TypeError(f"repeat_step needs a DeviceTrace (one device of a loaded trace, e.g. "
+                        f"memtune.load_trace(path).devices[0]); got {type(dt).__name__}")
+    for name, value, low in (("extra_steps", extra_steps, 0), ("min_period", min_period, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"{name} must be a whole number >= {low}; got {value!r}")
     from memtune.trace.plan import FREE, find_step, tokenize
 
     events = dt.events
