@@ -448,7 +448,8 @@ def render(rows: list[Row], pols: list[str], command: str, seconds: float, heldo
                   "stopped at 24. Past the plan the online policy serves the rest beside what the arena holds,",
                   "growing into what the arena leaves of the peak before it unmaps anything. lora-finetune's",
                   "second run frees a batch of bfloat16 weight copies (autocast's cached casts, by their sizes)",
-                  "in another order in its first step, and a plan follows the order of frees, so it is left there.",
+                  "in another order every step; frees with no allocation between them move no planned block,",
+                  "so a plan holds only their set to the recording, and it serves the run to the end.",
                   "Cells as in the first table (speed relative to pytorch-cuda on the second run).", ""]
         lines += later_table(list(later))
     if long:

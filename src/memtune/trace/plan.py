@@ -373,7 +373,8 @@ class _Active:
     """A plan being served: arena address, phase origin, live planned blocks."""
 
     __slots__ = ("plan", "base", "origin", "live", "serving", "by_off", "pages", "page", "reservation", "mapped",
-                 "signature", "arena", "first", "prologue", "pro_offsets", "first_use", "lookahead")
+                 "signature", "arena", "first", "prologue", "pro_offsets", "first_use", "lookahead", "batch",
+                 "batch_end")
 
     def __init__(self, plan: StepPlan | None, base: int, origin: int, page: int = 0, reservation: int | None = None,
                  signature: int = 0, arena: int | None = None, first: int = 0, prologue: Sequence[tuple] = (),
@@ -405,6 +406,10 @@ class _Active:
         self.live: dict[int, tuple[int, int, int]] = {}  # addr -> (size, requested, stream)
         self.serving = True           # False once the stream deviated (draining)
         self.by_off: SortedDict = SortedDict()  # addr -> end, for overlap checks
+        #: a run of planned frees being served in another order: the alloc positions of
+        #: the blocks it has still to free, and the position where it ends
+        self.batch: set[int] = set()
+        self.batch_end = 0
 
 
 class PlanAllocator:
@@ -749,18 +754,52 @@ class PlanAllocator:
         kept = len(count) * page + self._arena_bytes
         return kept + -(-plan.arena // page) * page > self.stats.peak(S.RESERVED_BYTES)
 
-    def _expected(self, a: _Active) -> tuple[int, tuple | None]:
-        """(unrotated template phase, expected token key) of the current event; in a run
-        plan's prologue, (-1 - position in the prologue, key); past a prologue-only
-        plan, (-1, None): nothing more is planned."""
-        q = self._pos - a.first
+    def _expected(self, a: _Active, pos: int | None = None) -> tuple[int, tuple | None]:
+        """(unrotated template phase, expected token key) of the event at ``pos`` (default:
+        the current one); in a run plan's prologue, (-1 - position in the prologue, key);
+        past a prologue-only plan, (-1, None): nothing more is planned."""
+        if pos is None:
+            pos = self._pos
+        q = pos - a.first
         if q < len(a.prologue):
             return -1 - q, a.prologue[q]
         plan = a.plan
         if plan is None:
             return -1, None
-        phi = (plan.cut + (self._pos - a.origin)) % plan.length
+        phi = (plan.cut + (pos - a.origin)) % plan.length
         return phi, plan.template[phi]
+
+    def _planned_free(self, a: _Active, born: int, key: tuple, want: tuple | None) -> bool:
+        """Whether freeing the block allocated at position ``born`` keeps to the plan.
+
+        Why: frees with no allocation between them can come in any order without moving
+        any planned block, and a later run of the same program often frees such a batch
+        in another order (a cache emptied in dictionary order, say). So within a run of
+        planned frees only the set of blocks is held to the plan, not their order.
+        """
+        pos = self._pos
+        if pos < a.batch_end:
+            if born in a.batch:
+                a.batch.discard(born)
+                return True
+            return False
+        if want == key:
+            return True
+        if want is None or want[0] != FREE or key[0] != FREE:
+            return False
+        batch: set[int] = set()
+        end = pos
+        while True:
+            _phi, k = self._expected(a, end)
+            if k is None or k[0] != FREE:
+                break
+            batch.add(end - k[1])
+            end += 1
+        if born not in batch:
+            return False
+        batch.discard(born)
+        a.batch, a.batch_end = batch, end
+        return True
 
     @staticmethod
     def _planned_offset(a: _Active, phi: int) -> int | None:
@@ -847,7 +886,9 @@ class PlanAllocator:
             act = self._active
             if act is not None:
                 _phi, want = self._expected(act)
-                if want != key:
+                if self._planned_free(act, born, key, want):
+                    key = want  # (the history keeps the plan's order: the same step)
+                else:
                     self._deviate()
             if owner is not None:
                 size, req, stream = owner.live.pop(address)
