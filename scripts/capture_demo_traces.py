@@ -1343,6 +1343,358 @@ def curriculum_lm_train(*, steps: int, seed: int) -> float:
     return total
 
 
+@_workload(default_steps=3)
+def mae_pretrain(*, steps: int, seed: int) -> float:
+    """Masked-autoencoder pre-training (MAE) on 224x224 RGB images, batch 16, cut into 196
+    16x16 patches of 768 values: a linear patch embedding 768-256 with learned positions, then
+    a random 25 % of each image's patches (49 of 196, chosen by argsort of per-patch noise from
+    the data generator, so the number kept is fixed and which ones are kept changes every step)
+    gathered by torch.gather and encoded by a ViT encoder (6 pre-norm layers, d_model 256, 4
+    heads, MLP 1024) on those 49 tokens only; a light decoder (a linear 256-128, a learned mask
+    token for each of the 147 dropped patches, unshuffled back into patch order by gather,
+    learned positions, 2 pre-norm layers of d_model 128, 4 heads, MLP 512, a linear 128-768)
+    over all 196 patches; MSE loss on the per-patch-normalized pixels of the masked patches
+    only; AdamW, 3 steps."""
+    torch.manual_seed(0)
+    keep, patches = 49, 196
+
+    def layers(dim: int, heads: int, depth: int) -> nn.TransformerEncoder:
+        layer = nn.TransformerEncoderLayer(dim, heads, 4 * dim, dropout=0.0, activation="gelu", batch_first=True,
+                                           norm_first=True)
+        return nn.TransformerEncoder(layer, depth, enable_nested_tensor=False)
+
+    class MAE(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed, self.pos = nn.Linear(768, 256), nn.Parameter(torch.randn(patches, 256) * 0.02)
+            self.encoder, self.enc_norm = layers(256, 4, 6), nn.LayerNorm(256)
+            self.dec_embed, self.mask_token = nn.Linear(256, 128), nn.Parameter(torch.zeros(128))
+            self.dec_pos = nn.Parameter(torch.randn(patches, 128) * 0.02)
+            self.decoder, self.dec_norm, self.pred = layers(128, 4, 2), nn.LayerNorm(128), nn.Linear(128, 768)
+
+        def forward(self, x: torch.Tensor, noise: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            b = x.shape[0]
+            shuffle = noise.argsort(1)  # the first `keep` of each row are the patches kept
+            restore = shuffle.argsort(1)
+            kept = shuffle[:, :keep]
+            h = (self.embed(x) + self.pos).gather(1, kept[:, :, None].expand(-1, -1, 256))
+            h = self.dec_embed(self.enc_norm(self.encoder(h)))
+            h = torch.cat([h, self.mask_token.expand(b, patches - keep, 128)], 1)
+            h = h.gather(1, restore[:, :, None].expand(-1, -1, 128)) + self.dec_pos
+            masked = torch.ones(b, patches).scatter_(1, kept, 0.0)  # 1 on the patches the encoder did not see
+            return self.pred(self.dec_norm(self.decoder(h))), masked
+
+    model = MAE()
+    opt = torch.optim.AdamW(model.parameters(), lr=1.5e-4, betas=(0.9, 0.95), weight_decay=0.05)
+    gen = torch.Generator().manual_seed(34 + seed)
+    total = 0.0
+    for _ in range(steps):
+        images = torch.randn(16, 3, 224, 224, generator=gen)
+        x = images.view(16, 3, 14, 16, 14, 16).permute(0, 2, 4, 3, 5, 1).reshape(16, patches, 768)  # patchify
+        noise = torch.rand(16, patches, generator=gen)
+        target = (x - x.mean(-1, keepdim=True)) / (x.var(-1, keepdim=True) + 1e-6).sqrt()
+        opt.zero_grad(set_to_none=True)
+        pred, masked = model(x, noise)
+        loss = (((pred - target) ** 2).mean(-1) * masked).sum() / masked.sum()
+        loss.backward()
+        opt.step()
+        total += loss.item()
+    return total
+
+
+@_workload(default_steps=6)
+def nerf_train(*, steps: int, seed: int) -> float:
+    """NeRF-style radiance field trained on batches of 384 rays (origins on a sphere of radius
+    4 looking at the centre, random target colours, near 2, far 6): positional encoding of the
+    points (10 frequencies, 63 features) and view directions (4 frequencies, 27 features);
+    32 stratified coarse samples per ray through a coarse MLP, then 64 fine samples per ray
+    drawn from the coarse weights (hierarchical sampling: a piecewise-constant PDF over the
+    coarse bins, inverted with torch.searchsorted, detached) and, sorted together with the
+    coarse samples, 96 per ray through a fine MLP; each MLP 6 layers of 128 with ReLU and a
+    skip concatenation of the encoded point after the third, a density output and a
+    128-64-3 colour branch fed the encoded direction; volume rendering (alpha compositing
+    by an exclusive cumprod of transmittance) of both; MSE of both renders against the
+    target colours, Adam, 6 steps."""
+    torch.manual_seed(0)
+    rays, coarse, fine, near, far = 384, 32, 64, 2.0, 6.0
+
+    def encode(x: torch.Tensor, freqs: int) -> torch.Tensor:
+        scaled = x[..., None, :] * (2.0 ** torch.arange(freqs, dtype=torch.float32))[:, None]  # (..., F, 3)
+        return torch.cat([x, scaled.sin().flatten(-2), scaled.cos().flatten(-2)], -1)
+
+    class Field(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.first = nn.ModuleList([nn.Linear(63, 128), nn.Linear(128, 128), nn.Linear(128, 128)])
+            self.second = nn.ModuleList([nn.Linear(128 + 63, 128), nn.Linear(128, 128), nn.Linear(128, 128)])
+            self.sigma, self.feat = nn.Linear(128, 1), nn.Linear(128, 128)
+            self.color = nn.Sequential(nn.Linear(128 + 27, 64), nn.ReLU(), nn.Linear(64, 3), nn.Sigmoid())
+
+        def forward(self, pts: torch.Tensor, dirs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            p = encode(pts, 10)
+            h = p
+            for layer in self.first:
+                h = torch.relu(layer(h))
+            h = torch.cat([h, p], -1)  # the skip connection of NeRF
+            for layer in self.second:
+                h = torch.relu(layer(h))
+            d = encode(dirs, 4)[:, None].expand(-1, pts.shape[1], -1)
+            return self.sigma(h).squeeze(-1), self.color(torch.cat([self.feat(h), d], -1))
+
+    def render(field: Field, origins: torch.Tensor, dirs: torch.Tensor, z: torch.Tensor
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+        sigma, rgb = field(origins[:, None] + dirs[:, None] * z[..., None], dirs)
+        delta = torch.cat([z[:, 1:] - z[:, :-1], torch.full((z.shape[0], 1), 1e10)], 1)
+        alpha = 1 - torch.exp(-torch.relu(sigma) * delta)
+        trans = torch.cumprod(torch.cat([torch.ones(z.shape[0], 1), 1 - alpha + 1e-10], 1), 1)[:, :-1]
+        weights = alpha * trans
+        return (weights[..., None] * rgb).sum(1), weights
+
+    def sample_pdf(bins: torch.Tensor, weights: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        pdf = (weights + 1e-5) / (weights + 1e-5).sum(-1, keepdim=True)
+        cdf = torch.cat([torch.zeros(weights.shape[0], 1), pdf.cumsum(-1)], -1)
+        idx = torch.searchsorted(cdf, u, right=True)
+        below, above = (idx - 1).clamp(min=0), idx.clamp(max=cdf.shape[1] - 1)
+        cdf_lo, cdf_hi = cdf.gather(1, below), cdf.gather(1, above)
+        bin_lo, bin_hi = bins.gather(1, below), bins.gather(1, above)
+        denom = torch.where(cdf_hi - cdf_lo < 1e-5, torch.ones_like(cdf_lo), cdf_hi - cdf_lo)
+        return bin_lo + (u - cdf_lo) / denom * (bin_hi - bin_lo)
+
+    coarse_field, fine_field = Field(), Field()
+    opt = torch.optim.Adam([*coarse_field.parameters(), *fine_field.parameters()], lr=5e-4)
+    gen = torch.Generator().manual_seed(35 + seed)
+    total = 0.0
+    for _ in range(steps):
+        origins = nn.functional.normalize(torch.randn(rays, 3, generator=gen), dim=-1) * 4.0
+        dirs = nn.functional.normalize(-origins + 0.5 * torch.randn(rays, 3, generator=gen), dim=-1)
+        target = torch.rand(rays, 3, generator=gen)
+        edges = torch.linspace(near, far, coarse + 1)
+        z = edges[:-1] + (edges[1:] - edges[:-1]) * torch.rand(rays, coarse, generator=gen)  # stratified
+        u = torch.rand(rays, fine, generator=gen)
+        opt.zero_grad(set_to_none=True)
+        rgb_coarse, weights = render(coarse_field, origins, dirs, z)
+        with torch.no_grad():
+            mids = torch.cat([torch.full((rays, 1), near), (z[:, 1:] + z[:, :-1]) / 2, torch.full((rays, 1), far)], 1)
+            z_fine = torch.sort(torch.cat([z, sample_pdf(mids, weights.detach(), u)], 1), 1).values
+        rgb_fine, _ = render(fine_field, origins, dirs, z_fine)
+        loss = nn.functional.mse_loss(rgb_coarse, target) + nn.functional.mse_loss(rgb_fine, target)
+        loss.backward()
+        opt.step()
+        total += loss.item()
+    return total
+
+
+@_workload(default_steps=4)
+def transducer_train(*, steps: int, seed: int) -> float:
+    """RNN-T (transducer) speech recogniser, batch 16, 80-bin log-mel-like features: a
+    convolutional encoder (two stride-2 Conv1d 80-256-256 with ReLU, T frames to T/4, then 4
+    residual blocks of a kernel-5 Conv1d 256-256, BatchNorm and ReLU); a prediction network
+    (an embedding of the 128 symbols, blank 0, and a 1-layer LSTM of 256) over the U labels
+    with a blank prepended; a joint network (linears 256-256 from each, broadcast to
+    B x T/4 x (U+1) x 256, tanh, a linear 256-128) building the B x T/4 x (U+1) x 128 logits
+    and their log_softmax; the RNN-T loss computed in plain PyTorch by the forward algorithm,
+    one frame at a time over the label axis with logcumsumexp (no torchaudio). Each step's
+    frame count (96-288, one for the whole batch) and label count (8-32) are drawn from the
+    data generator, so the joint tensors change size every step; Adam, 4 steps."""
+    torch.manual_seed(0)
+
+    class Transducer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.sub = nn.Sequential(nn.Conv1d(80, 256, 3, 2, 1), nn.ReLU(), nn.Conv1d(256, 256, 3, 2, 1), nn.ReLU())
+            self.enc = nn.ModuleList(nn.Sequential(nn.Conv1d(256, 256, 5, padding=2, bias=False), nn.BatchNorm1d(256),
+                                                   nn.ReLU()) for _ in range(4))
+            self.emb, self.pred = nn.Embedding(128, 256), nn.LSTM(256, 256, batch_first=True)
+            self.enc_proj, self.pred_proj = nn.Linear(256, 256), nn.Linear(256, 256)
+            self.out = nn.Linear(256, 128)
+
+        def forward(self, feats: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+            x = self.sub(feats.transpose(1, 2))  # (B, 256, T')
+            for block in self.enc:
+                x = x + block(x)
+            enc = x.transpose(1, 2)  # (B, T', 256)
+            blank_first = nn.functional.pad(labels, (1, 0))  # blank 0 before the labels
+            pred = self.pred(self.emb(blank_first))[0]  # (B, U + 1, 256)
+            joint = torch.tanh(self.enc_proj(enc)[:, :, None] + self.pred_proj(pred)[:, None])
+            return self.out(joint).log_softmax(-1)  # (B, T', U + 1, 128)
+
+    def rnnt_loss(logp: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        b, t, u1, _ = logp.shape
+        blank = logp[..., 0]  # (B, T', U + 1)
+        emit = logp[:, :, :-1].gather(3, labels[:, None, :, None].expand(b, t, u1 - 1, 1)).squeeze(3)  # (B, T', U)
+        run = torch.cat([torch.zeros(b, t, 1), emit.cumsum(2)], 2)  # (B, T', U + 1): emit[f, :u] summed
+        step = blank[:, :-1] - run[:, 1:]  # (B, T' - 1, U + 1)
+        alpha = run[:, 0]  # first frame: labels emitted one after another
+        for frame in range(1, t):
+            # alpha[u] = logsumexp over k <= u of (alpha_prev[k] + blank_prev[k] + sum of emit[frame, k:u])
+            alpha = run[:, frame] + torch.logcumsumexp(alpha + step[:, frame - 1], 1)
+        return -(alpha[:, -1] + blank[:, -1, -1]).mean()
+
+    model = Transducer()
+    opt = torch.optim.Adam(model.parameters(), lr=5e-4)
+    gen = torch.Generator().manual_seed(36 + seed)
+    total = 0.0
+    for _ in range(steps):
+        frames = int(torch.randint(96, 289, (1,), generator=gen))
+        count = int(torch.randint(8, 33, (1,), generator=gen))
+        feats = torch.randn(16, frames, 80, generator=gen)
+        labels = torch.randint(1, 128, (16, count), generator=gen)
+        opt.zero_grad(set_to_none=True)
+        loss = rnnt_loss(model(feats, labels), labels) / frames
+        loss.backward()
+        opt.step()
+        total += loss.item()
+    return total
+
+
+@_workload(default_steps=3)
+def beam_decode(*, steps: int, seed: int) -> float:
+    """Inference only: beam search under torch.no_grad() with a small decoder-only transformer
+    (4 pre-norm layers, d_model 512, 8 heads, MLP 2048, vocabulary 16000) and a per-layer
+    key/value cache, one request after another (3 requests, each 2 prompts whose length,
+    32-128 tokens, is drawn from the data generator): the prompts' pass fills the caches,
+    which are then repeated for 8 beams per prompt (16 rows); each of 20 generated tokens
+    runs one position, grows every layer's cache by torch.cat, takes the top 8 of the
+    beams' 8 x 16000 continuations per prompt, and reorders every layer's key and value
+    cache and the token history by index_select with the surviving beams' rows; the caches
+    are dropped when the request is done."""
+    torch.manual_seed(0)
+    beams, prompts, new_tokens, vocab = 8, 2, 20, 16000
+
+    class Block(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(512), nn.LayerNorm(512)
+            self.qkv, self.proj = nn.Linear(512, 3 * 512), nn.Linear(512, 512)
+            self.ff = nn.Sequential(nn.Linear(512, 2048), nn.GELU(), nn.Linear(2048, 512))
+
+        def forward(self, x: torch.Tensor, cache: list[torch.Tensor]) -> torch.Tensor:
+            b, t, _ = x.shape
+            q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, 8, 64).permute(2, 0, 3, 1, 4)
+            if cache:
+                k, v = torch.cat([cache[0], k], 2), torch.cat([cache[1], v], 2)
+            cache[:] = [k, v]
+            att = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=t > 1)
+            x = x + self.proj(att.transpose(1, 2).reshape(b, t, 512))
+            return x + self.ff(self.ln2(x))
+
+    class Decoder(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.tok, self.pos = nn.Embedding(vocab, 512), nn.Embedding(256, 512)
+            self.blocks = nn.ModuleList(Block() for _ in range(4))
+            self.ln, self.head = nn.LayerNorm(512), nn.Linear(512, vocab)
+
+        def forward(self, ids: torch.Tensor, start: int, caches: list[list[torch.Tensor]]) -> torch.Tensor:
+            h = self.tok(ids) + self.pos(torch.arange(start, start + ids.shape[1]))
+            for block, cache in zip(self.blocks, caches):
+                h = block(h, cache)
+            return self.head(self.ln(h[:, -1])).log_softmax(-1)  # the last position only
+
+    model = Decoder().eval()
+    gen = torch.Generator().manual_seed(37 + seed)
+    base = (torch.arange(prompts) * beams)[:, None]  # each prompt's first row
+    total = 0.0
+    with torch.no_grad():
+        for _ in range(steps):
+            length = int(torch.randint(32, 129, (1,), generator=gen))
+            prompt = torch.randint(0, vocab, (prompts, length), generator=gen)
+            caches: list[list[torch.Tensor]] = [[] for _ in model.blocks]
+            logp = model(prompt, 0, caches).repeat_interleave(beams, 0)  # (prompts * beams, vocab)
+            for cache in caches:
+                cache[:] = [t.repeat_interleave(beams, 0) for t in cache]
+            scores = torch.full((prompts, beams), float("-inf"))
+            scores[:, 0] = 0.0  # all beams start as the same prompt: only the first is live
+            history = torch.zeros(prompts * beams, 0, dtype=torch.long)
+            for step in range(new_tokens):
+                if step:
+                    logp = model(history[:, -1:], length + step - 1, caches)
+                cand = (scores[:, :, None] + logp.view(prompts, beams, vocab)).view(prompts, -1)
+                scores, flat = cand.topk(beams, 1)  # (prompts, beams)
+                rows = (base + flat // vocab).view(-1)  # the surviving beams' rows
+                for cache in caches:
+                    cache[:] = [t.index_select(0, rows) for t in cache]
+                history = torch.cat([history.index_select(0, rows), (flat % vocab).view(-1, 1)], 1)
+            total += float(scores.max(1).values.sum())
+            del caches, logp
+    return total
+
+
+@_workload(default_steps=4)
+def flat_adam_train(*, steps: int, seed: int) -> float:
+    """MLP-Mixer image classifier (64x64 RGB cut into 64 8x8 patches, a linear 192-256 patch
+    embedding, 8 mixer layers of a token-mixing MLP 64-128-64 and a channel-mixing MLP
+    256-1024-256 with LayerNorm and residuals, global average pooling, a linear head to 100
+    classes; batch 16) trained the way apex's flat master weights or DDP gradient buckets
+    keep state: the ~4.4M parameters are split in model order into buckets of at most 1M
+    elements, each with a flat fp32 master-weight buffer and a flat gradient buffer made
+    once; during backward a post-accumulate-grad hook on every parameter copies its gradient
+    into its bucket's gradient buffer and frees it, then Adam (one parameter per bucket:
+    exp_avg, exp_avg_sq and temporaries bucket-sized) updates the flat master buffers and
+    every parameter is copied back from its slice; 4 steps."""
+    torch.manual_seed(0)
+
+    class Mixer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(256), nn.LayerNorm(256)
+            self.tokens = nn.Sequential(nn.Linear(64, 128), nn.GELU(), nn.Linear(128, 64))
+            self.channels = nn.Sequential(nn.Linear(256, 1024), nn.GELU(), nn.Linear(1024, 256))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, 64 tokens, 256)
+            x = x + self.tokens(self.ln1(x).transpose(1, 2)).transpose(1, 2)
+            return x + self.channels(self.ln2(x))
+
+    class MixerNet(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed = nn.Linear(192, 256)
+            self.layers = nn.Sequential(*(Mixer() for _ in range(8)))
+            self.norm, self.head = nn.LayerNorm(256), nn.Linear(256, 100)
+
+        def forward(self, images: torch.Tensor) -> torch.Tensor:
+            x = images.view(-1, 3, 8, 8, 8, 8).permute(0, 2, 4, 3, 5, 1).reshape(-1, 64, 192)  # patchify
+            return self.head(self.norm(self.layers(self.embed(x))).mean(1))
+
+    model = MixerNet()
+    buckets: list[list[nn.Parameter]] = [[]]
+    for p in model.parameters():
+        if buckets[-1] and sum(q.numel() for q in buckets[-1]) + p.numel() > 1 << 20:
+            buckets.append([])
+        buckets[-1].append(p)
+    masters: list[nn.Parameter] = []
+    slots: dict[nn.Parameter, tuple[torch.Tensor, torch.Tensor]] = {}  # a parameter's gradient and master slices
+    for bucket in buckets:
+        flat = nn.Parameter(torch.cat([p.detach().reshape(-1) for p in bucket]))
+        flat.grad = torch.zeros_like(flat)
+        masters.append(flat)
+        offset = 0
+        for p in bucket:
+            slots[p] = flat.grad[offset:offset + p.numel()].view_as(p), flat[offset:offset + p.numel()].view_as(p)
+            offset += p.numel()
+
+    def to_bucket(p: torch.Tensor) -> None:
+        slots[p][0].copy_(p.grad)
+        p.grad = None
+
+    for p in model.parameters():
+        p.register_post_accumulate_grad_hook(to_bucket)
+    opt = torch.optim.Adam(masters, lr=1e-3)
+    gen = torch.Generator().manual_seed(38 + seed)
+    total = 0.0
+    for _ in range(steps):
+        images = torch.randn(16, 3, 64, 64, generator=gen)
+        labels = torch.randint(0, 100, (16,), generator=gen)
+        loss = nn.functional.cross_entropy(model(images), labels)
+        loss.backward()
+        opt.step()
+        with torch.no_grad():
+            for p, (_, master) in slots.items():
+                p.copy_(master)
+        total += loss.item()
+    return total
+
+
 WORKLOADS: dict[str, Workload] = {
     "mlp-train": mlp_train,
     "cnn-train": cnn_train,
@@ -1400,6 +1752,19 @@ HELDOUT: dict[str, Workload] = {
     "txl-train": txl_train,
     "pointnet-train": pointnet_train,
     "curriculum-lm-train": curriculum_lm_train,
+    # a seventh set, captured after the sixth set's results were reported and committed before
+    # it was measured, to check the changes made after looking at the sixth set: a fixed number
+    # of kept patches whose choice changes every step with a light decoder over all of them,
+    # two MLPs over samples along rays with the second pass's samples drawn from the first's
+    # weights, a four-dimensional joint tensor and a per-frame loss recursion over
+    # data-dependent lengths, key/value caches reordered by index_select every token and
+    # dropped after each request, flat bucket-sized gradient, master-weight and optimizer
+    # buffers filled by hooks during backward
+    "mae-pretrain": mae_pretrain,
+    "nerf-train": nerf_train,
+    "transducer-train": transducer_train,
+    "beam-decode": beam_decode,
+    "flat-adam-train": flat_adam_train,
 }
 
 
