@@ -737,6 +737,28 @@ def checkpoint_train(*, steps: int, seed: int) -> float:
     return _train(model, batch, steps, nn.functional.mse_loss, opt)
 
 
+class _CachedBlock(nn.Module):
+    """A pre-norm decoder layer (d_model 512, 8 heads, MLP 2048) with a key/value cache:
+    ``cache`` (a list, empty at first) holds the keys and values of every position so far,
+    grown by torch.cat at each call (kvcache-generate, beam-decode)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(512), nn.LayerNorm(512)
+        self.qkv, self.proj = nn.Linear(512, 3 * 512), nn.Linear(512, 512)
+        self.ff = nn.Sequential(nn.Linear(512, 2048), nn.GELU(), nn.Linear(2048, 512))
+
+    def forward(self, x: torch.Tensor, cache: list[torch.Tensor]) -> torch.Tensor:
+        b, t, _ = x.shape
+        q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, 8, 64).permute(2, 0, 3, 1, 4)
+        if cache:
+            k, v = torch.cat([cache[0], k], 2), torch.cat([cache[1], v], 2)
+        cache[:] = [k, v]
+        att = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=t > 1)
+        x = x + self.proj(att.transpose(1, 2).reshape(b, t, 512))
+        return x + self.ff(self.ln2(x))
+
+
 @_workload(default_steps=24)
 def kvcache_generate(*, steps: int, seed: int) -> float:
     """Inference only: greedy autoregressive decoding under torch.no_grad() with a small
@@ -747,28 +769,11 @@ def kvcache_generate(*, steps: int, seed: int) -> float:
     generated tokens."""
     torch.manual_seed(0)
 
-    class Block(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.ln1, self.ln2 = nn.LayerNorm(512), nn.LayerNorm(512)
-            self.qkv, self.proj = nn.Linear(512, 3 * 512), nn.Linear(512, 512)
-            self.ff = nn.Sequential(nn.Linear(512, 2048), nn.GELU(), nn.Linear(2048, 512))
-
-        def forward(self, x: torch.Tensor, cache: list[torch.Tensor]) -> torch.Tensor:
-            b, t, _ = x.shape
-            q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, 8, 64).permute(2, 0, 3, 1, 4)
-            if cache:
-                k, v = torch.cat([cache[0], k], 2), torch.cat([cache[1], v], 2)
-            cache[:] = [k, v]
-            att = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=t > 1)
-            x = x + self.proj(att.transpose(1, 2).reshape(b, t, 512))
-            return x + self.ff(self.ln2(x))
-
     class Decoder(nn.Module):
         def __init__(self) -> None:
             super().__init__()
             self.tok, self.pos = nn.Embedding(16000, 512), nn.Embedding(1024, 512)
-            self.blocks = nn.ModuleList(Block() for _ in range(6))
+            self.blocks = nn.ModuleList(_CachedBlock() for _ in range(6))
             self.ln, self.head = nn.LayerNorm(512), nn.Linear(512, 16000)
 
         def forward(self, ids: torch.Tensor, start: int, caches: list[list[torch.Tensor]]) -> torch.Tensor:
@@ -1561,28 +1566,11 @@ def beam_decode(*, steps: int, seed: int) -> float:
     torch.manual_seed(0)
     beams, prompts, new_tokens, vocab = 8, 2, 20, 16000
 
-    class Block(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.ln1, self.ln2 = nn.LayerNorm(512), nn.LayerNorm(512)
-            self.qkv, self.proj = nn.Linear(512, 3 * 512), nn.Linear(512, 512)
-            self.ff = nn.Sequential(nn.Linear(512, 2048), nn.GELU(), nn.Linear(2048, 512))
-
-        def forward(self, x: torch.Tensor, cache: list[torch.Tensor]) -> torch.Tensor:
-            b, t, _ = x.shape
-            q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, 8, 64).permute(2, 0, 3, 1, 4)
-            if cache:
-                k, v = torch.cat([cache[0], k], 2), torch.cat([cache[1], v], 2)
-            cache[:] = [k, v]
-            att = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=t > 1)
-            x = x + self.proj(att.transpose(1, 2).reshape(b, t, 512))
-            return x + self.ff(self.ln2(x))
-
     class Decoder(nn.Module):
         def __init__(self) -> None:
             super().__init__()
             self.tok, self.pos = nn.Embedding(vocab, 512), nn.Embedding(256, 512)
-            self.blocks = nn.ModuleList(Block() for _ in range(4))
+            self.blocks = nn.ModuleList(_CachedBlock() for _ in range(4))
             self.ln, self.head = nn.LayerNorm(512), nn.Linear(512, vocab)
 
         def forward(self, ids: torch.Tensor, start: int, caches: list[list[torch.Tensor]]) -> torch.Tensor:
