@@ -189,6 +189,13 @@ def drive(alloc, evs):
     return addr
 
 
+def with_measured_misses(names, misses: dict[str, str]) -> list:
+    """``names`` as test parameters; ``misses`` (name -> why) are measured misses, strict
+    xfails: if one starts passing, the test says so."""
+    return [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=misses[n])) if n in misses else n
+            for n in names]
+
+
 def live_overlaps(alloc) -> bool:
     blocks = sorted((a, s) for a, s, _r, _st in alloc.live_blocks())
     return any(a1 + s1 > a2 for (a1, s1), (a2, _s2) in zip(blocks, blocks[1:]))

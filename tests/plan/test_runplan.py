@@ -22,7 +22,7 @@ from memtune.trace.model import Action, BlockState, Event, SegmentState
 from memtune.trace.plan import PlanAllocator, PlanSpec, lifetimes
 from memtune.trace.replay import replay_device
 
-from .test_plan import KiB, lazy_optimizer_training, live_overlaps
+from .test_plan import KiB, lazy_optimizer_training, live_overlaps, with_measured_misses
 
 REPO = Path(__file__).resolve().parents[2]
 HELDOUT = REPO / "benchmarks" / "heldout"
@@ -431,13 +431,7 @@ def _served(later_runs: dict, name: str):
     return r, learned, lb
 
 
-def _runs(names: list[str], misses: dict[str, str]) -> list:
-    """``names`` as test parameters; ``misses`` (name -> why) are measured misses, strict xfails."""
-    return [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=misses[n])) if n in misses else n
-            for n in names]
-
-
-@pytest.mark.parametrize("name", _runs(FIXED_SHAPES, {
+@pytest.mark.parametrize("name", with_measured_misses(FIXED_SHAPES, {
     **{n: "page granularity: the bound rounded up to 2 MiB pages is 1.032 x the bound" for n in PAGE_FLOOR},
     **SIXTH_ABOVE}))
 def test_a_plan_from_an_earlier_run_meets_the_plan_target_on_a_later_run(later_runs, name):
@@ -446,7 +440,7 @@ def test_a_plan_from_an_earlier_run_meets_the_plan_target_on_a_later_run(later_r
     assert r.peak_reserved_bytes <= 1.02 * lb, f"{name}: {r.peak_reserved_bytes / lb:.4f} of the bound"
 
 
-@pytest.mark.parametrize("name", _runs(FIXED_SHAPES, SIXTH_ABOVE))
+@pytest.mark.parametrize("name", with_measured_misses(FIXED_SHAPES, SIXTH_ABOVE))
 def test_a_later_run_served_by_a_plan_is_within_a_page_of_the_page_rounded_bound(later_runs, name):
     path, later, plan = later_runs[name]
     r, lb, _calls = _replay(later, "memtune-plan", plan_file=str(path))
@@ -457,7 +451,7 @@ def test_a_later_run_served_by_a_plan_is_within_a_page_of_the_page_rounded_bound
     assert plan.ratio <= (1.02 if name in LOOSE_RECORDING else 1.01), plan.ratio
 
 
-@pytest.mark.parametrize("name", _runs(CHANGING_SHAPES, {
+@pytest.mark.parametrize("name", with_measured_misses(CHANGING_SHAPES, {
     n: "the slots placed before the deviation stay (1.055 against 1.030 learned online)" for n in COSTLY_DEVIATION}))
 def test_a_plan_from_a_run_with_other_shapes_costs_little(later_runs, name):
     r, learned, lb = _served(later_runs, name)
@@ -466,7 +460,7 @@ def test_a_plan_from_a_run_with_other_shapes_costs_little(later_runs, name):
         f"{name}: {r.peak_reserved_bytes / lb:.4f} against {learned.peak_reserved_bytes / lb:.4f} learned online")
 
 
-@pytest.mark.parametrize("name", _runs(CHANGING_SHAPES, {
+@pytest.mark.parametrize("name", with_measured_misses(CHANGING_SHAPES, {
     "curriculum-lm-train": "sixth set: 130 calls with the plan, 53 learning online (the later run goes on to "
                            "longer sequences than the recording's)"}))
 def test_a_plan_from_a_run_with_other_shapes_costs_few_device_calls(later_runs, name):

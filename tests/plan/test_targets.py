@@ -19,6 +19,8 @@ import functools
 import pytest
 from shared_traces import ALL_TRACES, REPO as _REPO, SHARED_TRACES as _SHARED
 
+from .test_plan import with_measured_misses
+
 #: "The same must hold on traces you have not seen": real PyTorch CPU runs recorded by
 #: scripts/capture_demo_traces.py -- the bundled demo set and benchmarks/heldout, whose
 #: README says which set was seen by which change. Part of the repository: never skipped.
@@ -304,13 +306,7 @@ def _longer(name: str, extra_steps: int, policy: str) -> tuple[int, int]:
     return r.device_allocs + r.device_frees, r.peak_reserved_bytes
 
 
-def _params(names, misses: dict[str, str]) -> list:
-    """``names`` as test parameters; ``misses`` (name -> why) are measured misses, strict xfails."""
-    return [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=misses[n])) if n in misses else n
-            for n in names]
-
-
-@pytest.mark.parametrize("name", _params(sorted(RECORDED_STEPS), {
+@pytest.mark.parametrize("name", with_measured_misses(sorted(RECORDED_STEPS), {
     "wavenet-train.jsonl.gz": "fourth set: calls still grow between 200 and 300 more steps (555, 560; they stop "
                               "at 560, pytorch-cuda 12), and reserved creeps from 1.158 to 1.243 x the bound",
     "txl-train.jsonl.gz": "sixth set: calls grow by about one every three steps (109 at 200 more steps, 144 at "
@@ -352,7 +348,7 @@ def test_no_step_is_claimed_where_the_shapes_change_every_step(name):
     assert rep.period is None or rep.coverage < 0.5, (rep.period, rep.coverage)
 
 
-@pytest.mark.parametrize("name", _params(sorted(RECORDED_STEPS), {
+@pytest.mark.parametrize("name", with_measured_misses(sorted(RECORDED_STEPS), {
     "txl-train.jsonl.gz": "sixth set: the step (segment memories carried across it) packs at 1.035 x its bound"}))
 def test_plan_packs_the_step_of_every_held_out_run_within_2_percent(name):
     """The packed arena of the detected step is within 1.02 x the peak of that step's
@@ -362,7 +358,7 @@ def test_plan_packs_the_step_of_every_held_out_run_within_2_percent(name):
     assert rep.plan.lower_bound <= rep.plan.arena <= 1.02 * rep.plan.lower_bound
 
 
-@pytest.mark.parametrize("name", _params(sorted(RECORDED_STEPS), {
+@pytest.mark.parametrize("name", with_measured_misses(sorted(RECORDED_STEPS), {
     "txl-train.jsonl.gz": "sixth set: the step is found (1,956 events) from the middle of the second step, so 4 "
                           "whole repetitions are counted of the 5 steps after the first"}))
 def test_the_training_step_of_every_held_out_run_is_found(name):
