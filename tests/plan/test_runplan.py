@@ -374,7 +374,7 @@ FIXED_SHAPES = ["gru-lm-train", "vgg-train", "vit-train", "resnet-train", "unet-
                 "seq2seq-train", "dlrm-train", "wavenet-train", "checkpoint-train",
                 # the fifth set, measured once as it came
                 "lora-finetune", "simclr-train", "swin-train", "fpn-detect-train",
-                # the sixth set, measured once as it came
+                # the sixth set, measured once (with plans following the set of frees, not their order)
                 "convnext-train", "distill-train", "txl-train",
                 # the seventh set, measured once as it came
                 "mae-pretrain", "nerf-train", "flat-adam-train"]

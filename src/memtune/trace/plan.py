@@ -29,10 +29,11 @@ allocator can promise. This module:
   policy, and their slots in the arena cost nothing until those buffers are
   gone (backing the whole arena at once held them twice). A step smaller than
   the online policy's slack is not planned (it cannot save more than that).
-  Any deviation (an unexpected size, stream or free order) ends the plan:
-  requests go back to the online policy, the arena keeps only the pages its
-  remaining buffers touch, is given back when its last buffer is freed, and
-  learning starts over.
+  Any deviation (an unexpected size or stream, or a free the plan does not
+  expect there: frees with no allocation between them may come in any order)
+  ends the plan: requests go back to the online policy, the arena keeps only
+  the pages its remaining buffers touch, is given back when its last buffer is
+  freed, and learning starts over.
 * :func:`analyze` reports, for ``memtune plan TRACE``, the detected period, the
   plan's arena against the step's lower bound, and replays of ``memtune-plan``,
   ``memtune`` and ``pytorch-cuda``.

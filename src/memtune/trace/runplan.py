@@ -20,7 +20,8 @@ allocation:
   as prologue buffers live from the start: a warm start puts them in the arena.
 
 :class:`memtune.trace.plan.PlanAllocator` serves a run plan from its first
-allocation while the run follows the recording (sizes, streams, the order of frees)
+allocation while the run follows the recording (sizes, streams, which blocks each run
+of frees releases)
 and falls back to its online policy (and online learning) at the first deviation,
 as it does for a learned step. A run plan is a JSON file (``memtune plan TRACE
 --save PLAN``; ``MEMTUNE_PLAN_FILE`` or ``--set plan_file=PLAN`` uses it); a file
