@@ -1683,6 +1683,430 @@ def flat_adam_train(*, steps: int, seed: int) -> float:
     return total
 
 
+@_workload(default_steps=8)
+def clip_train(*, steps: int, seed: int) -> float:
+    """CLIP-style contrastive image-text training, batch 64 pairs: an image tower (a ViT of a
+    stride-8 Conv2d patch embedding 3-256 over 64x64 RGB images, 64 patches and a class token
+    with learned positions, 4 pre-norm layers of d_model 256, 4 heads, MLP 1024, the class
+    token's LayerNorm and a linear 256-256) and a text tower (token and learned position
+    embeddings of a 8000-id vocabulary over a 32-token context, 4 pre-norm causal layers of
+    d_model 256, 4 heads, MLP 1024, a final LayerNorm, the features at each caption's
+    end-of-text token, found by argmax of the ids as in CLIP, and a linear 256-256); both
+    embeddings L2-normalized, the 64x64 logits img @ txt.T scaled by a learned temperature
+    (clamped at 100), symmetric cross-entropy over images and texts. Each caption's length
+    (8-32 tokens, padded with 0 after its end-of-text id) is drawn from the data generator,
+    so the shapes are fixed; AdamW with weight decay, 8 steps."""
+    torch.manual_seed(0)
+    pairs, ctx, vocab, dim = 64, 32, 8000, 256
+
+    def layers(depth: int) -> nn.TransformerEncoder:
+        layer = nn.TransformerEncoderLayer(dim, 4, 4 * dim, dropout=0.0, activation="gelu", batch_first=True,
+                                           norm_first=True)
+        return nn.TransformerEncoder(layer, depth, enable_nested_tensor=False)
+
+    class ImageTower(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.patch = nn.Conv2d(3, dim, 8, 8)
+            self.cls, self.pos = nn.Parameter(torch.randn(dim) * 0.02), nn.Parameter(torch.randn(65, dim) * 0.02)
+            self.layers, self.ln, self.proj = layers(4), nn.LayerNorm(dim), nn.Linear(dim, 256, bias=False)
+
+        def forward(self, images: torch.Tensor) -> torch.Tensor:
+            x = self.patch(images).flatten(2).transpose(1, 2)  # (B, 64, dim)
+            x = torch.cat([self.cls.expand(x.shape[0], 1, dim), x], 1) + self.pos
+            return self.proj(self.ln(self.layers(x)[:, 0]))
+
+    class TextTower(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.tok, self.pos = nn.Embedding(vocab, dim), nn.Parameter(torch.randn(ctx, dim) * 0.01)
+            self.layers, self.ln, self.proj = layers(4), nn.LayerNorm(dim), nn.Linear(dim, 256, bias=False)
+            self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(ctx))
+
+        def forward(self, ids: torch.Tensor) -> torch.Tensor:
+            x = self.ln(self.layers(self.tok(ids) + self.pos, mask=self.mask, is_causal=True))
+            return self.proj(x[torch.arange(ids.shape[0]), ids.argmax(-1)])  # at the end-of-text token
+
+    image_tower, text_tower = ImageTower(), TextTower()
+    logit_scale = nn.Parameter(torch.tensor(1 / 0.07).log())
+    params = [*image_tower.parameters(), *text_tower.parameters(), logit_scale]
+    opt = torch.optim.AdamW(params, lr=5e-4, betas=(0.9, 0.98), eps=1e-6, weight_decay=0.2)
+    gen = torch.Generator().manual_seed(39 + seed)
+    targets = torch.arange(pairs)
+    total = 0.0
+    for _ in range(steps):
+        images = torch.randn(pairs, 3, 64, 64, generator=gen)
+        lengths = torch.randint(8, ctx + 1, (pairs, 1), generator=gen)
+        ids = torch.randint(1, vocab - 1, (pairs, ctx), generator=gen)
+        position = torch.arange(ctx)
+        ids = torch.where(position == lengths - 1, vocab - 1, ids.masked_fill(position >= lengths, 0))
+        opt.zero_grad(set_to_none=True)
+        img = nn.functional.normalize(image_tower(images), dim=-1)
+        txt = nn.functional.normalize(text_tower(ids), dim=-1)
+        logits = logit_scale.exp().clamp(max=100) * img @ txt.t()
+        loss = (nn.functional.cross_entropy(logits, targets) + nn.functional.cross_entropy(logits.t(), targets)) / 2
+        loss.backward()
+        opt.step()
+        total += loss.item()
+    return total
+
+
+@_workload(default_steps=8)
+def conformer_train(*, steps: int, seed: int) -> float:
+    """Conformer speech encoder (Conformer-S-like) with a CTC head, batch 16 utterances of 512
+    frames of 80-bin log-mel-like features: conv subsampling (two 3x3 stride-2 Conv2d 1-144-144
+    with ReLU, 512x80 to 127x19) and a linear 144*19-144 plus sinusoidal positions (absolute,
+    instead of Conformer's relative ones); 4 Conformer blocks of d_model 144: a half-step
+    feed-forward module (LayerNorm, 144-576 with SiLU, 576-144), multi-head self-attention
+    (LayerNorm, nn.MultiheadAttention with 4 heads), a convolution module (LayerNorm, a
+    pointwise Conv1d 144-288 and GLU, a kernel-31 depthwise Conv1d, BatchNorm, SiLU, a
+    pointwise Conv1d 144-144), a second half-step feed-forward module and a final LayerNorm;
+    a linear 144-64 (64 symbols, blank 0) and nn.CTCLoss with every utterance's 127 frames
+    and a 40-symbol transcript, so the shapes are fixed; AdamW, 8 steps."""
+    torch.manual_seed(0)
+    batch, frames, dim, symbols, labels = 16, 512, 144, 64, 40
+
+    def feed_forward() -> nn.Sequential:
+        return nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, 4 * dim), nn.SiLU(), nn.Linear(4 * dim, dim))
+
+    class ConvModule(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ln = nn.LayerNorm(dim)
+            self.body = nn.Sequential(nn.Conv1d(dim, 2 * dim, 1), nn.GLU(1),
+                                      nn.Conv1d(dim, dim, 31, padding=15, groups=dim), nn.BatchNorm1d(dim), nn.SiLU(),
+                                      nn.Conv1d(dim, dim, 1))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, dim)
+            return self.body(self.ln(x).transpose(1, 2)).transpose(1, 2)
+
+    class Block(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ff1, self.ff2, self.conv = feed_forward(), feed_forward(), ConvModule()
+            self.ln_att, self.att = nn.LayerNorm(dim), nn.MultiheadAttention(dim, 4, batch_first=True)
+            self.ln_out = nn.LayerNorm(dim)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            x = x + 0.5 * self.ff1(x)
+            h = self.ln_att(x)
+            x = x + self.att(h, h, h, need_weights=False)[0]
+            x = x + self.conv(x)
+            return self.ln_out(x + 0.5 * self.ff2(x))
+
+    class Conformer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.sub = nn.Sequential(nn.Conv2d(1, dim, 3, 2), nn.ReLU(), nn.Conv2d(dim, dim, 3, 2), nn.ReLU())
+            self.proj = nn.Linear(dim * 19, dim)
+            self.blocks = nn.Sequential(*(Block() for _ in range(4)))
+            self.head = nn.Linear(dim, symbols)
+            t = torch.arange(127, dtype=torch.float32)[:, None] / 10000 ** (torch.arange(0, dim, 2) / dim)
+            self.register_buffer("pos", torch.stack([t.sin(), t.cos()], -1).flatten(1))
+
+        def forward(self, feats: torch.Tensor) -> torch.Tensor:  # (B, T, 80) -> (T/4, B, symbols) log-probs
+            x = self.sub(feats[:, None])  # (B, dim, 127, 19)
+            x = self.proj(x.permute(0, 2, 1, 3).flatten(2)) + self.pos
+            return self.head(self.blocks(x)).log_softmax(-1).transpose(0, 1)
+
+    model = Conformer()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.98), weight_decay=1e-3)
+    ctc = nn.CTCLoss(blank=0, zero_infinity=True)
+    gen = torch.Generator().manual_seed(40 + seed)
+    out_lengths, target_lengths = torch.full((batch,), 127), torch.full((batch,), labels)
+    total = 0.0
+    for _ in range(steps):
+        feats = torch.randn(batch, frames, 80, generator=gen)
+        targets = torch.randint(1, symbols, (batch, labels), generator=gen)
+        opt.zero_grad(set_to_none=True)
+        loss = ctc(model(feats), targets, out_lengths, target_lengths)
+        loss.backward()
+        opt.step()
+        total += loss.item()
+    return total
+
+
+@_workload(default_steps=8)
+def ssm_train(*, steps: int, seed: int) -> float:
+    """Mamba-style selective state-space language model (vocabulary 4096, d_model 128, 2
+    pre-norm residual blocks, batch 32 x 64 tokens): each block a LayerNorm, an input
+    projection 128-2x256 into the scanned branch and the gate, a causal kernel-4 depthwise
+    Conv1d and SiLU, an x-projection 256-(8+16+16) to the step size's low-rank input and the
+    input-dependent B and C (state size 16), a dt projection 8-256 with softplus, A = -exp(A_log)
+    (256x16), then the selective scan written in Python as a loop over the 64 time steps with a
+    per-step state h of 32x256x16 (h = exp(dt*A) * h + dt*B*x, y = h @ C, plus D*x), stacked,
+    gated by SiLU of the gate, an output projection 256-128; a final LayerNorm and an untied
+    linear head to the vocabulary, next-token cross-entropy; fixed shapes, Adam, 8 steps."""
+    torch.manual_seed(0)
+    vocab, dim, inner, state, rank, batch, length = 4096, 128, 256, 16, 8, 32, 64
+
+    class Mamba(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ln, self.in_proj = nn.LayerNorm(dim), nn.Linear(dim, 2 * inner, bias=False)
+            self.conv = nn.Conv1d(inner, inner, 4, padding=3, groups=inner)
+            self.x_proj, self.dt_proj = nn.Linear(inner, rank + 2 * state, bias=False), nn.Linear(rank, inner)
+            self.A_log = nn.Parameter(torch.arange(1, state + 1, dtype=torch.float32).log().repeat(inner, 1))
+            self.D, self.out_proj = nn.Parameter(torch.ones(inner)), nn.Linear(inner, dim, bias=False)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, dim)
+            b, t, _ = x.shape
+            u, gate = self.in_proj(self.ln(x)).chunk(2, -1)
+            u = nn.functional.silu(self.conv(u.transpose(1, 2))[..., :t].transpose(1, 2))  # causal
+            dt, B, C = self.x_proj(u).split([rank, state, state], -1)
+            dt = nn.functional.softplus(self.dt_proj(dt))  # (B, T, inner)
+            A = -self.A_log.exp()  # (inner, state)
+            h = x.new_zeros(b, inner, state)
+            ys = []
+            for i in range(t):  # the selective scan, one time step at a time
+                h = torch.exp(dt[:, i, :, None] * A) * h + (dt[:, i] * u[:, i])[:, :, None] * B[:, i, None, :]
+                ys.append((h @ C[:, i, :, None]).squeeze(-1))
+            y = torch.stack(ys, 1) + u * self.D
+            return x + self.out_proj(y * nn.functional.silu(gate))
+
+    model = nn.Sequential(nn.Embedding(vocab, dim), *(Mamba() for _ in range(2)), nn.LayerNorm(dim),
+                          nn.Linear(dim, vocab))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    gen = torch.Generator().manual_seed(41 + seed)
+    total = 0.0
+    for _ in range(steps):
+        ids = torch.randint(0, vocab, (batch, length + 1), generator=gen)
+        opt.zero_grad(set_to_none=True)
+        loss = nn.functional.cross_entropy(model(ids[:, :-1]).reshape(-1, vocab), ids[:, 1:].reshape(-1))
+        loss.backward()
+        opt.step()
+        total += loss.item()
+    return total
+
+
+@_workload(default_steps=8)
+def pipeline_microbatch_train(*, steps: int, seed: int) -> float:
+    """GPipe-style pipeline-parallel training of a decoder-only transformer LM (vocabulary
+    8000, d_model 256, 4 heads, MLP 1024, 8 pre-norm causal layers, batch 32 x 128 tokens)
+    split in 4 stages of 2 layers (the first with the token and position embeddings, the last
+    with the final LayerNorm, the head and the loss), run on one device: each step splits the
+    batch in 4 micro-batches of 8 and runs GPipe's schedule clock by clock, all forwards
+    first (stage s runs micro-batch c - s at clock c; each stage's output is sent to the next
+    as a detached copy that requires grad, the receive buffer), keeping every micro-batch's
+    graph and activations alive, then all backwards in reverse (the last stage's losses first,
+    each stage passing its input's gradient back to the one before), the parameters'
+    gradients accumulating over the micro-batches; one Adam step per step; fixed shapes, 8
+    steps."""
+    torch.manual_seed(0)
+    vocab, dim, seq, batch, stages, micro = 8000, 256, 128, 16, 4, 4
+    mask = nn.Transformer.generate_square_subsequent_mask(seq)
+
+    class Stage(nn.Module):
+        def __init__(self, first: bool, last: bool) -> None:
+            super().__init__()
+            self.embed = nn.Embedding(vocab, dim) if first else None
+            self.pos = nn.Parameter(torch.randn(seq, dim) * 0.02) if first else None
+            self.layers = nn.ModuleList(
+                nn.TransformerEncoderLayer(dim, 4, 4 * dim, dropout=0.0, activation="gelu", batch_first=True,
+                                           norm_first=True) for _ in range(2))
+            self.head = nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, vocab)) if last else None
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            if self.embed is not None:
+                x = self.embed(x) + self.pos
+            for layer in self.layers:
+                x = layer(x, src_mask=mask, is_causal=True)
+            return x if self.head is None else self.head(x)
+
+    model = nn.ModuleList(Stage(s == 0, s == stages - 1) for s in range(stages))
+    opt = torch.optim.Adam(model.parameters(), lr=3e-4)
+    gen = torch.Generator().manual_seed(42 + seed)
+    total = 0.0
+    for _ in range(steps):
+        ids = torch.randint(0, vocab, (batch, seq + 1), generator=gen)
+        inputs, targets = ids[:, :-1].chunk(micro), ids[:, 1:].chunk(micro)
+        received: list[list[torch.Tensor | None]] = [[None] * micro for _ in range(stages)]
+        outputs: list[list[torch.Tensor | None]] = [[None] * micro for _ in range(stages)]
+        opt.zero_grad(set_to_none=True)
+        for clock in range(micro + stages - 1):  # all forwards
+            for s in range(stages):
+                m = clock - s
+                if not 0 <= m < micro:
+                    continue
+                out = model[s](inputs[m] if s == 0 else received[s][m])
+                if s == stages - 1:
+                    out = nn.functional.cross_entropy(out.reshape(-1, vocab), targets[m].reshape(-1)) / micro
+                    total += out.item()
+                else:
+                    received[s + 1][m] = out.detach().clone().requires_grad_()  # the next stage's receive buffer
+                outputs[s][m] = out
+        for clock in range(micro + stages - 1):  # all backwards, the last micro-batch first
+            for s in reversed(range(stages)):
+                m = micro - 1 - (clock - (stages - 1 - s))
+                if not 0 <= m < micro:
+                    continue
+                out = outputs[s][m]
+                assert out is not None
+                if s == stages - 1:
+                    out.backward()
+                else:
+                    grad = received[s + 1][m]
+                    assert grad is not None
+                    out.backward(grad.grad)
+                    received[s + 1][m] = None
+                outputs[s][m] = None
+        opt.step()
+    return total
+
+
+@_workload(default_steps=6)
+def ppo_train(*, steps: int, seed: int) -> float:
+    """PPO reinforcement learning on a synthetic vectorized environment (256 environments,
+    128-dim observations, 16 discrete actions): each step (one PPO iteration) rolls out a policy
+    MLP 128-256-256-16 and a value MLP 128-256-256-1 (tanh) under torch.no_grad() for an
+    episode length drawn from the data generator (64-256 time steps; actions sampled by
+    torch.multinomial, observations and rewards from the generator), stacks the rollout,
+    computes GAE advantages (gamma 0.99, lambda 0.95) by a Python loop backwards over time,
+    then runs 4 epochs over the 256 x length samples in 4 shuffled minibatches (torch.randperm,
+    index gathers; minibatches of 4096-16384 rows) of the clipped surrogate loss (clip 0.2), the
+    clipped value loss and an entropy bonus, gradient-norm clipping at 0.5 and an Adam step
+    each, so every tensor of the iteration changes size with the episode length; 6 steps."""
+    torch.manual_seed(0)
+    envs, obs_dim, actions, hidden = 256, 128, 16, 256
+
+    def mlp(out: int) -> nn.Sequential:
+        return nn.Sequential(nn.Linear(obs_dim, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(),
+                             nn.Linear(hidden, out))
+
+    policy, value = mlp(actions), mlp(1)
+    params = [*policy.parameters(), *value.parameters()]
+    opt = torch.optim.Adam(params, lr=3e-4, eps=1e-5)
+    gen = torch.Generator().manual_seed(43 + seed)
+    total = 0.0
+    for _ in range(steps):
+        length = int(torch.randint(64, 257, (1,), generator=gen))
+        observations, taken, old_logps, values, rewards = [], [], [], [], []
+        obs = torch.randn(envs, obs_dim, generator=gen)
+        with torch.no_grad():
+            for _ in range(length):
+                logp = policy(obs).log_softmax(-1)
+                action = torch.multinomial(logp.exp(), 1, generator=gen)
+                observations.append(obs)
+                taken.append(action.squeeze(1))
+                old_logps.append(logp.gather(1, action).squeeze(1))
+                values.append(value(obs).squeeze(1))
+                rewards.append(torch.randn(envs, generator=gen))
+                obs = torch.randn(envs, obs_dim, generator=gen)
+            last_value = value(obs).squeeze(1)
+            advantages = torch.zeros(length, envs)
+            running = torch.zeros(envs)
+            for t in reversed(range(length)):  # GAE
+                next_value = last_value if t == length - 1 else values[t + 1]
+                running = rewards[t] + 0.99 * next_value - values[t] + 0.99 * 0.95 * running
+                advantages[t] = running
+            returns = (advantages + torch.stack(values)).reshape(-1)
+            advantages = advantages.reshape(-1)
+            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+        flat_obs, flat_actions = torch.stack(observations).reshape(-1, obs_dim), torch.stack(taken).reshape(-1)
+        flat_logps, flat_values = torch.stack(old_logps).reshape(-1), torch.stack(values).reshape(-1)
+        del observations, taken, old_logps, values, rewards
+        samples = length * envs
+        for _ in range(4):
+            for rows in torch.randperm(samples, generator=gen).split(samples // 4):
+                logp = policy(flat_obs[rows]).log_softmax(-1)
+                new_logp = logp.gather(1, flat_actions[rows, None]).squeeze(1)
+                ratio = (new_logp - flat_logps[rows]).exp()
+                adv = advantages[rows]
+                surrogate = torch.min(ratio * adv, ratio.clamp(0.8, 1.2) * adv).mean()
+                v = value(flat_obs[rows]).squeeze(1)
+                v_clipped = flat_values[rows] + (v - flat_values[rows]).clamp(-0.2, 0.2)
+                v_loss = torch.max((v - returns[rows]) ** 2, (v_clipped - returns[rows]) ** 2).mean()
+                entropy = -(logp.exp() * logp).sum(-1).mean()
+                loss = -surrogate + 0.5 * v_loss - 0.01 * entropy
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                nn.utils.clip_grad_norm_(params, 0.5)
+                opt.step()
+                total += loss.item()
+    return total
+
+
+@_workload(default_steps=32)
+def speculative_decode(*, steps: int, seed: int) -> float:
+    """Inference only: speculative decoding under torch.no_grad(), batch 4 prompts of 128
+    tokens, vocabulary 16000: a small draft decoder (2 pre-norm layers, d_model 256, 4 heads,
+    MLP 1024) and a larger target decoder (6 pre-norm layers, d_model 512, 8 heads, MLP 2048),
+    each with a per-layer key/value cache grown by torch.cat. The prompts' pass fills both
+    caches and the target gives the first token; then each step (one speculation round) the
+    draft proposes k=4 tokens greedily one position at a time (feeding the tokens its cache has
+    not seen, one or two), the target verifies them in one forward of 5 positions (its pending
+    token and the 4 drafts, attention masked causally past its cache), the accepted prefix
+    length (0-4, the drafts accepted while a uniform draw from the data generator is below 0.7,
+    a stand-in for the target/draft probability test; the same for the batch) keeps that many
+    drafts plus the target's token after them, and both caches are truncated by slicing to the
+    positions still valid, so the next torch.cat rebuilds them; 32 rounds."""
+    torch.manual_seed(0)
+    vocab, prompt_len, batch, k = 16000, 128, 4, 4
+
+    class Block(nn.Module):
+        def __init__(self, dim: int, heads: int) -> None:
+            super().__init__()
+            self.heads = heads
+            self.ln1, self.ln2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+            self.qkv, self.proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+            self.ff = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+
+        def forward(self, x: torch.Tensor, cache: list[torch.Tensor]) -> torch.Tensor:
+            b, t, dim = x.shape
+            q, key, val = self.qkv(self.ln1(x)).view(b, t, 3, self.heads, dim // self.heads).permute(2, 0, 3, 1, 4)
+            past = cache[0].shape[2] if cache else 0
+            if cache:
+                key, val = torch.cat([cache[0], key], 2), torch.cat([cache[1], val], 2)
+            cache[:] = [key, val]
+            visible = torch.ones(t, past + t, dtype=torch.bool).tril(past)  # row i sees the cache and new rows <= i
+            att = nn.functional.scaled_dot_product_attention(q, key, val, attn_mask=visible)
+            x = x + self.proj(att.transpose(1, 2).reshape(b, t, dim))
+            return x + self.ff(self.ln2(x))
+
+    class Decoder(nn.Module):
+        def __init__(self, dim: int, heads: int, depth: int) -> None:
+            super().__init__()
+            self.tok, self.pos = nn.Embedding(vocab, dim), nn.Embedding(1024, dim)
+            self.blocks = nn.ModuleList(Block(dim, heads) for _ in range(depth))
+            self.ln, self.head = nn.LayerNorm(dim), nn.Linear(dim, vocab)
+
+        def forward(self, ids: torch.Tensor, start: int, caches: list[list[torch.Tensor]], last: bool
+                    ) -> torch.Tensor:
+            h = self.tok(ids) + self.pos(torch.arange(start, start + ids.shape[1]))
+            for block, cache in zip(self.blocks, caches):
+                h = block(h, cache)
+            return self.head(self.ln(h[:, -1:] if last else h))  # (B, 1 or t, vocab)
+
+    target, draft = Decoder(512, 8, 6).eval(), Decoder(256, 4, 2).eval()
+    gen = torch.Generator().manual_seed(44 + seed)
+    total = 0.0
+    with torch.no_grad():
+        tokens = torch.randint(0, vocab, (batch, prompt_len), generator=gen)
+        target_caches: list[list[torch.Tensor]] = [[] for _ in target.blocks]
+        draft_caches: list[list[torch.Tensor]] = [[] for _ in draft.blocks]
+        draft(tokens, 0, draft_caches, True)
+        tokens = torch.cat([tokens, target(tokens, 0, target_caches, True).argmax(-1)], 1)
+        for _ in range(steps):
+            length = tokens.shape[1]  # both caches hold fewer positions than this: the rest is pending
+            seen = draft_caches[0][0].shape[2]
+            proposal = tokens[:, seen:]
+            drafts = []
+            for i in range(k):
+                proposal = draft(proposal, seen, draft_caches, True).argmax(-1)
+                seen = length + i
+                drafts.append(proposal)
+            drafted = torch.cat(drafts, 1)  # (B, k)
+            logits = target(torch.cat([tokens[:, -1:], drafted], 1), length - 1, target_caches, False)
+            accepted = int((torch.rand(k, generator=gen) < 0.7).int().cumprod(0).sum())
+            tokens = torch.cat([tokens, drafted[:, :accepted], logits[:, accepted].argmax(-1, keepdim=True)], 1)
+            for caches in (target_caches, draft_caches):  # keep only the positions still valid
+                for cache in caches:
+                    keep = min(cache[0].shape[2], length + accepted)
+                    cache[:] = [cache[0][:, :, :keep], cache[1][:, :, :keep]]
+            total += float(logits.max(-1).values.sum())
+    return total
+
+
 WORKLOADS: dict[str, Workload] = {
     "mlp-train": mlp_train,
     "cnn-train": cnn_train,
@@ -1753,6 +2177,19 @@ HELDOUT: dict[str, Workload] = {
     "transducer-train": transducer_train,
     "beam-decode": beam_decode,
     "flat-adam-train": flat_adam_train,
+    # an eighth set, captured after the seventh set's results were reported and committed before
+    # it was measured, to check the changes made after looking at the seventh set: two towers
+    # trained together on an in-batch contrastive loss, convolution and attention modules
+    # interleaved in each block, a state-space scan written as a Python loop over time steps,
+    # pipeline micro-batches whose activations all stay alive until their backwards run in
+    # reverse, reinforcement-learning rollouts of a drawn length followed by minibatch epochs,
+    # draft and target key/value caches truncated to each round's accepted prefix
+    "clip-train": clip_train,
+    "conformer-train": conformer_train,
+    "ssm-train": ssm_train,
+    "pipeline-microbatch-train": pipeline_microbatch_train,
+    "ppo-train": ppo_train,
+    "speculative-decode": speculative_decode,
 }
 
 
