@@ -2106,6 +2106,298 @@ def speculative_decode(*, steps: int, seed: int) -> float:
             total += float(logits.max(-1).values.sum())
     return total
 
+@_workload(default_steps=8)
+def video_r2plus1d_train(*, steps: int, seed: int) -> float:
+    """R(2+1)D video classifier, batch 8 clips of 3 x 16 frames x 56 x 56, 101 classes: every
+    3D convolution factored into a spatial Conv3d (1, k, k) to M channels, BatchNorm3d and ReLU,
+    then a temporal Conv3d (3, 1, 1), M = t*k*k*cin*cout // (k*k*cin + t*cout) as in the paper
+    so the pair has a full 3D convolution's parameters; a stem of (1, 7, 7) stride (1, 2, 2) to 45
+    channels and (3, 1, 1) to 32 (16 x 28 x 28), each with BatchNorm3d and ReLU; 4 stages of one
+    residual block of two (2+1)D convolutions (32, 64, 128 and 256 channels, the last three with
+    stride 2 in time and space, a strided 1x1x1 Conv3d and BatchNorm3d on their skip), so 16 x 28
+    x 28 to 2 x 4 x 4; global average pooling, a linear 256-101, cross-entropy; fixed shapes, SGD
+    with momentum 0.9 and weight decay, 8 steps."""
+    torch.manual_seed(0)
+    batch, frames, size, classes = 8, 16, 56, 101
+
+    class Conv2Plus1d(nn.Sequential):
+        def __init__(self, cin: int, cout: int, k: int, stride: int) -> None:
+            mid = 3 * k * k * cin * cout // (k * k * cin + 3 * cout)
+            super().__init__(nn.Conv3d(cin, mid, (1, k, k), (1, stride, stride), (0, k // 2, k // 2), bias=False),
+                             nn.BatchNorm3d(mid), nn.ReLU(),
+                             nn.Conv3d(mid, cout, (3, 1, 1), (stride, 1, 1), (1, 0, 0), bias=False))
+
+    class Block(nn.Module):
+        def __init__(self, cin: int, cout: int, stride: int) -> None:
+            super().__init__()
+            self.body = nn.Sequential(Conv2Plus1d(cin, cout, 3, stride), nn.BatchNorm3d(cout), nn.ReLU(),
+                                      Conv2Plus1d(cout, cout, 3, 1), nn.BatchNorm3d(cout))
+            self.skip = (nn.Identity() if stride == 1 and cin == cout else
+                         nn.Sequential(nn.Conv3d(cin, cout, 1, stride, bias=False), nn.BatchNorm3d(cout)))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return nn.functional.relu(self.body(x) + self.skip(x))
+
+    stem = nn.Sequential(nn.Conv3d(3, 45, (1, 7, 7), (1, 2, 2), (0, 3, 3), bias=False), nn.BatchNorm3d(45), nn.ReLU(),
+                         nn.Conv3d(45, 32, (3, 1, 1), 1, (1, 0, 0), bias=False), nn.BatchNorm3d(32), nn.ReLU())
+    model = nn.Sequential(stem, Block(32, 32, 1), Block(32, 64, 2), Block(64, 128, 2), Block(128, 256, 2),
+                          nn.AdaptiveAvgPool3d(1), nn.Flatten(), nn.Linear(256, classes))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
+    gen = torch.Generator().manual_seed(45 + seed)
+    batch_fn = lambda: (torch.randn(batch, 3, frames, size, size, generator=gen),  # noqa: E731
+                        torch.randint(0, classes, (batch,), generator=gen))
+    return _train(model, batch_fn, steps, nn.functional.cross_entropy, opt)
+
+
+@_workload(default_steps=8)
+def vqvae_train(*, steps: int, seed: int) -> float:
+    """VQ-VAE on 64x64 RGB images, batch 64: a conv encoder (4x4 stride-2 Conv2d 3-64 and 64-128
+    with ReLU, 64x64 to 16x16, a 3x3 Conv2d 128-128, two residual blocks of ReLU, 3x3 Conv2d
+    128-32, ReLU, 1x1 Conv2d 32-128, and a 1x1 Conv2d 128-64 to the 64-dim latents); a vector
+    quantizer with a 512 x 64 codebook: the 64*16*16 = 16384 latents flattened, the full 16384 x
+    512 matrix of squared distances to the codes (|z|^2 - 2 z @ E.T + |E|^2), argmin, the chosen
+    codes gathered by embedding lookup, the codebook loss |sg(z) - q|^2 plus 0.25 times the
+    commitment loss |z - sg(q)|^2, and the straight-through estimator z + sg(q - z); a conv
+    decoder (3x3 Conv2d 64-128, two residual blocks, 4x4 stride-2 ConvTranspose2d 128-64 and
+    64-3, 16x16 to 64x64) and an MSE reconstruction loss; fixed shapes, Adam, 8 steps."""
+    torch.manual_seed(0)
+    batch, size, codes, dim, hidden = 64, 64, 512, 64, 128
+
+    class Residual(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.body = nn.Sequential(nn.ReLU(), nn.Conv2d(hidden, 32, 3, padding=1), nn.ReLU(),
+                                      nn.Conv2d(32, hidden, 1))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x + self.body(x)
+
+    encoder = nn.Sequential(nn.Conv2d(3, 64, 4, 2, 1), nn.ReLU(), nn.Conv2d(64, hidden, 4, 2, 1), nn.ReLU(),
+                            nn.Conv2d(hidden, hidden, 3, padding=1), Residual(), Residual(), nn.ReLU(),
+                            nn.Conv2d(hidden, dim, 1))
+    decoder = nn.Sequential(nn.Conv2d(dim, hidden, 3, padding=1), Residual(), Residual(), nn.ReLU(),
+                            nn.ConvTranspose2d(hidden, 64, 4, 2, 1), nn.ReLU(), nn.ConvTranspose2d(64, 3, 4, 2, 1))
+    codebook = nn.Embedding(codes, dim)
+    nn.init.uniform_(codebook.weight, -1 / codes, 1 / codes)
+    opt = torch.optim.Adam([*encoder.parameters(), *decoder.parameters(), *codebook.parameters()], lr=2e-4)
+    gen = torch.Generator().manual_seed(46 + seed)
+    total = 0.0
+    for _ in range(steps):
+        images = torch.rand(batch, 3, size, size, generator=gen) - 0.5
+        opt.zero_grad(set_to_none=True)
+        z = encoder(images)  # (B, dim, 16, 16)
+        flat = z.permute(0, 2, 3, 1).reshape(-1, dim)  # (B*16*16, dim)
+        distances = (flat.pow(2).sum(1, keepdim=True) - 2 * flat @ codebook.weight.t()
+                     + codebook.weight.pow(2).sum(1))  # (B*16*16, codes)
+        q = codebook(distances.argmin(1)).view(batch, 16, 16, dim).permute(0, 3, 1, 2)
+        vq_loss = nn.functional.mse_loss(q, z.detach()) + 0.25 * nn.functional.mse_loss(z, q.detach())
+        recon = decoder(z + (q - z).detach())  # straight-through
+        loss = nn.functional.mse_loss(recon, images) + vq_loss
+        loss.backward()
+        opt.step()
+        total += loss.item()
+    return total
+
+
+@_workload(default_steps=8)
+def perceiver_train(*, steps: int, seed: int) -> float:
+    """Perceiver-style classifier, batch 16 arrays of 2048 inputs x 64 features, each input
+    concatenated with Fourier features of its position in [-1, 1] (sin and cos of 16 frequency
+    bands and the position itself: 33, so 97 features), 100 classes: a learned latent array of
+    128 x 256 cross-attends to the inputs (LayerNorm of the latents and of the inputs, queries
+    256-256 from the latents, keys and values 97-256 from the 2048 inputs, one head, so a 16 x
+    128 x 2048 attention matrix, an output projection, a residual and an MLP 256-1024-256 with
+    GELU), then a latent transformer of 3 pre-norm self-attention layers (d_model 256, 8 heads,
+    MLP 1024); then a second cross-attention to the inputs (its own weights) and the same latent
+    transformer again (weights shared, as in the Perceiver); a final LayerNorm, the mean over the
+    latents, a linear 256-100, cross-entropy; fixed shapes, AdamW, 8 steps."""
+    torch.manual_seed(0)
+    batch, inputs, features, bands, latents, dim, classes = 16, 2048, 64, 16, 128, 256, 100
+    position = torch.linspace(-1, 1, inputs)[:, None]
+    angles = position * torch.pi * torch.arange(1, bands + 1, dtype=torch.float32)
+    fourier = torch.cat([angles.sin(), angles.cos(), position], 1)  # (inputs, 2*bands+1)
+    in_dim = features + 2 * bands + 1
+
+    class CrossAttend(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ln_q, self.ln_kv = nn.LayerNorm(dim), nn.LayerNorm(in_dim)
+            self.q, self.kv, self.out = nn.Linear(dim, dim), nn.Linear(in_dim, 2 * dim), nn.Linear(dim, dim)
+            self.mlp = nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+
+        def forward(self, latent: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+            key, val = self.kv(self.ln_kv(x)).chunk(2, -1)  # (B, inputs, dim) each
+            att = (self.q(self.ln_q(latent)) @ key.transpose(1, 2) / dim ** 0.5).softmax(-1)  # (B, latents, inputs)
+            latent = latent + self.out(att @ val)
+            return latent + self.mlp(latent)
+
+    class Perceiver(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.latent = nn.Parameter(torch.randn(latents, dim) * 0.02)
+            self.cross = nn.ModuleList(CrossAttend() for _ in range(2))
+            layer = nn.TransformerEncoderLayer(dim, 8, 4 * dim, dropout=0.0, activation="gelu", batch_first=True,
+                                               norm_first=True)
+            self.tower = nn.TransformerEncoder(layer, 3, enable_nested_tensor=False)
+            self.ln, self.head = nn.LayerNorm(dim), nn.Linear(dim, classes)
+
+        def forward(self, data: torch.Tensor) -> torch.Tensor:
+            x = torch.cat([data, fourier.expand(data.shape[0], -1, -1)], -1)
+            latent = self.latent.expand(data.shape[0], -1, -1)
+            for cross in self.cross:
+                latent = self.tower(cross(latent, x))
+            return self.head(self.ln(latent).mean(1))
+
+    model = Perceiver()
+    opt = torch.optim.AdamW(model.parameters(), lr=5e-4, weight_decay=0.01)
+    gen = torch.Generator().manual_seed(47 + seed)
+    batch_fn = lambda: (torch.randn(batch, inputs, features, generator=gen),  # noqa: E731
+                        torch.randint(0, classes, (batch,), generator=gen))
+    return _train(model, batch_fn, steps, nn.functional.cross_entropy, opt)
+
+
+@_workload(default_steps=8)
+def neural_ode_train(*, steps: int, seed: int) -> float:
+    """Neural ODE image classifier (ODE-Net of Chen et al.), batch 64 grey 28x28 images, 10
+    classes: a downsampling stem (3x3 Conv2d 1-32, GroupNorm, ReLU, 4x4 stride-2 Conv2d 32-32 to
+    14x14), then the state integrated from t=0 to 1 by a fixed-step RK4 solver written in Python
+    (8 steps of 1/8, each evaluating the ODE function 4 times and combining the slopes, 32
+    evaluations per forward), the ODE function a small conv net whose convolutions see t as an
+    extra input channel (GroupNorm, ReLU, 3x3 Conv2d 33-32, GroupNorm, ReLU, 3x3 Conv2d 33-32,
+    GroupNorm), backpropagation through every solver step (no adjoint); GroupNorm, ReLU, global
+    average pooling, a linear 32-10, cross-entropy; fixed shapes, Adam, 8 steps."""
+    torch.manual_seed(0)
+    batch, channels, solver_steps = 64, 32, 8
+
+    class ConcatConv(nn.Conv2d):
+        def forward(self, x: torch.Tensor, t: float) -> torch.Tensor:  # type: ignore[override]
+            return super().forward(torch.cat([torch.full_like(x[:, :1], t), x], 1))
+
+    class ODEFunc(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.norm1, self.norm2, self.norm3 = (nn.GroupNorm(8, channels) for _ in range(3))
+            self.conv1, self.conv2 = (ConcatConv(channels + 1, channels, 3, padding=1) for _ in range(2))
+
+        def forward(self, t: float, x: torch.Tensor) -> torch.Tensor:
+            x = self.conv1(torch.relu(self.norm1(x)), t)
+            return self.norm3(self.conv2(torch.relu(self.norm2(x)), t))
+
+    class ODENet(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.stem = nn.Sequential(nn.Conv2d(1, channels, 3, padding=1), nn.GroupNorm(8, channels), nn.ReLU(),
+                                      nn.Conv2d(channels, channels, 4, 2, 1))
+            self.func = ODEFunc()
+            self.head = nn.Sequential(nn.GroupNorm(8, channels), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                                      nn.Linear(channels, 10))
+
+        def forward(self, images: torch.Tensor) -> torch.Tensor:
+            x, h = self.stem(images), 1 / solver_steps
+            for i in range(solver_steps):  # classic RK4
+                t = i * h
+                k1 = self.func(t, x)
+                k2 = self.func(t + h / 2, x + h / 2 * k1)
+                k3 = self.func(t + h / 2, x + h / 2 * k2)
+                k4 = self.func(t + h, x + h * k3)
+                x = x + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+            return self.head(x)
+
+    model = ODENet()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    gen = torch.Generator().manual_seed(48 + seed)
+    batch_fn = lambda: (torch.rand(batch, 1, 28, 28, generator=gen),  # noqa: E731
+                        torch.randint(0, 10, (batch,), generator=gen))
+    return _train(model, batch_fn, steps, nn.functional.cross_entropy, opt)
+
+
+@_workload(default_steps=8)
+def pixelcnn_train(*, steps: int, seed: int) -> float:
+    """PixelCNN on grey 28x28 images of 256 levels, batch 32: a 7x7 masked Conv2d of mask type A
+    (each pixel sees only the pixels above and to its left) 1-128, then 6 residual blocks (ReLU,
+    1x1 Conv2d 128-64, ReLU, a 3x3 masked Conv2d of mask type B (the pixel itself too) 64-64,
+    ReLU, 1x1 Conv2d 64-128, a residual), ReLU, two 1x1 Conv2d 128-128 and 128-256 with a ReLU
+    between, so 256-way logits per pixel (32 x 256 x 28 x 28), cross-entropy against the pixels'
+    levels; each masked Conv2d multiplies its weight by its mask in every forward; the images'
+    levels drawn from the data generator, fixed shapes, Adam, 8 steps."""
+    torch.manual_seed(0)
+    batch, size, levels, hidden = 32, 28, 256, 128
+
+    class MaskedConv(nn.Conv2d):
+        def __init__(self, cin: int, cout: int, k: int, kind: str) -> None:
+            super().__init__(cin, cout, k, padding=k // 2)
+            mask = torch.ones(k, k)
+            mask[k // 2, k // 2 + (kind == "B"):] = 0
+            mask[k // 2 + 1:] = 0
+            self.register_buffer("mask", mask)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self._conv_forward(x, self.weight * self.mask, self.bias)
+
+    class Residual(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.body = nn.Sequential(nn.ReLU(), nn.Conv2d(hidden, hidden // 2, 1), nn.ReLU(),
+                                      MaskedConv(hidden // 2, hidden // 2, 3, "B"), nn.ReLU(),
+                                      nn.Conv2d(hidden // 2, hidden, 1))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x + self.body(x)
+
+    model = nn.Sequential(MaskedConv(1, hidden, 7, "A"), *(Residual() for _ in range(6)), nn.ReLU(),
+                          nn.Conv2d(hidden, hidden, 1), nn.ReLU(), nn.Conv2d(hidden, levels, 1))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    gen = torch.Generator().manual_seed(49 + seed)
+
+    def batch_fn() -> tuple[torch.Tensor, torch.Tensor]:
+        pixels = torch.randint(0, levels, (batch, size, size), generator=gen)
+        return (pixels[:, None].float() / (levels - 1), pixels)
+
+    return _train(model, batch_fn, steps, nn.functional.cross_entropy, opt)
+
+
+@_workload(default_steps=10)
+def transe_train(*, steps: int, seed: int) -> float:
+    """TransE knowledge-graph embedding with negative sampling: an entity table of 200000 x 128
+    and a relation table of 1000 x 128 (dense nn.Embedding, sparse=False, so the entity table's
+    gradient, Adam's two moments and its step's temporaries are all 200000 x 128); each step a
+    batch of 2048 positive (head, relation, tail) triples drawn from the data generator and k=16
+    corrupted copies of each (32768 negatives; the head or the tail, drawn per negative, replaced
+    by an entity drawn from the generator); entity embeddings L2-normalized on lookup, the L1
+    distance |h + r - t| of every triple, the margin ranking loss (margin 1) of each positive
+    against its 16 negatives; fixed shapes, Adam, 10 steps."""
+    torch.manual_seed(0)
+    entities, relations, dim, batch, k = 200_000, 1000, 128, 2048, 16
+    ent, rel = nn.Embedding(entities, dim), nn.Embedding(relations, dim)
+    nn.init.uniform_(ent.weight, -6 / dim ** 0.5, 6 / dim ** 0.5)
+    nn.init.uniform_(rel.weight, -6 / dim ** 0.5, 6 / dim ** 0.5)
+    opt = torch.optim.Adam([*ent.parameters(), *rel.parameters()], lr=1e-3)
+    gen = torch.Generator().manual_seed(50 + seed)
+
+    def distance(head: torch.Tensor, relation: torch.Tensor, tail: torch.Tensor) -> torch.Tensor:
+        h, t = nn.functional.normalize(ent(head), dim=-1), nn.functional.normalize(ent(tail), dim=-1)
+        return (h + rel(relation) - t).abs().sum(-1)
+
+    total = 0.0
+    for _ in range(steps):
+        head = torch.randint(0, entities, (batch,), generator=gen)
+        relation = torch.randint(0, relations, (batch,), generator=gen)
+        tail = torch.randint(0, entities, (batch,), generator=gen)
+        corrupt = torch.randint(0, entities, (batch, k), generator=gen)
+        corrupt_head = torch.rand(batch, k, generator=gen) < 0.5
+        neg_head = torch.where(corrupt_head, corrupt, head[:, None])
+        neg_tail = torch.where(corrupt_head, tail[:, None], corrupt)
+        opt.zero_grad(set_to_none=True)
+        positive = distance(head, relation, tail)  # (batch,)
+        negative = distance(neg_head, relation[:, None].expand(batch, k), neg_tail)  # (batch, k)
+        loss = nn.functional.margin_ranking_loss(negative, positive[:, None].expand(batch, k),
+                                                 torch.ones(batch, k), margin=1.0)
+        loss.backward()
+        opt.step()
+        total += loss.item()
+    return total
+
+
 
 WORKLOADS: dict[str, Workload] = {
     "mlp-train": mlp_train,
@@ -2190,6 +2482,19 @@ HELDOUT: dict[str, Workload] = {
     "pipeline-microbatch-train": pipeline_microbatch_train,
     "ppo-train": ppo_train,
     "speculative-decode": speculative_decode,
+    # the ninth set, captured after the eighth set's results were reported and committed before
+    # it was measured, to check the changes made after looking at the eighth set: factored
+    # spatial and temporal 3D convolutions over video clips, a vector quantizer's full
+    # latents-by-codes distance matrix with a straight-through estimator, a small latent array
+    # cross-attending twice to a large input array, an ODE integrated by a fixed-step RK4 solver
+    # in Python with backpropagation through every step, masked convolutions with a 256-way
+    # softmax per pixel, a large dense embedding table with dense Adam state and negative sampling
+    "video-r2plus1d-train": video_r2plus1d_train,
+    "vqvae-train": vqvae_train,
+    "perceiver-train": perceiver_train,
+    "neural-ode-train": neural_ode_train,
+    "pixelcnn-train": pixelcnn_train,
+    "transe-train": transe_train,
 }
 
 
