@@ -377,13 +377,19 @@ FIXED_SHAPES = ["gru-lm-train", "vgg-train", "vit-train", "resnet-train", "unet-
                 # the sixth set, measured once (with plans following the set of frees, not their order)
                 "convnext-train", "distill-train", "txl-train",
                 # the seventh set, measured once as it came
-                "mae-pretrain", "nerf-train", "flat-adam-train"]
+                "mae-pretrain", "nerf-train", "flat-adam-train",
+                # the eighth set, measured once as it came
+                "clip-train", "conformer-train", "ssm-train", "pipeline-microbatch-train"]
 #: the sixth set's distill-train and txl-train: their later runs are served by the plan to the
 #: end, but above 1.02 (measured: distill 1.0231, txl 1.0255 x the bound). Their recordings
 #: pack at 1.0121 and 1.0205 x their bounds, and txl's later run reserves one page more than
 #: its bound rounded up to pages plus a page.
 SIXTH_ABOVE = {"distill-train": "sixth set: 1.0231 x the bound (the recording packs at 1.0121)",
                "txl-train": "sixth set: 1.0255 x the bound (the recording packs at 1.0205)"}
+#: the eighth set's conformer-train: its later run is served by the plan to the end within 1.02
+#: (measured: 1.0113 x the bound), but two pages above its bound rounded up to pages, one more
+#: than the test below allows; the recording packs at 1.0066 x its bound
+EIGHTH_ABOVE = {"conformer-train": "eighth set: 1.0113 x the bound, a page above the page-rounded bound plus a page"}
 #: 2 MiB pages cannot hold mlp-train's 36.8 MiB within 2 %: 19 pages are 1.032 x its bound
 PAGE_FLOOR = {"mlp-train"}
 #: the recording itself packs above 1 % of its bound (measured: gan 1.0156, vae 1.0130);
@@ -391,7 +397,15 @@ PAGE_FLOOR = {"mlp-train"}
 LOOSE_RECORDING = {"gan-train", "vae-train"}
 #: runs whose shapes depend on the data: a later run deviates early
 CHANGING_SHAPES = ["lstm-varlen-train", "encoder-serve", "bert-mlm-train", "moe-train", "gnn-train", "kvcache-generate",
-                   "ctc-speech-train", "pointnet-train", "curriculum-lm-train", "transducer-train", "beam-decode"]
+                   "ctc-speech-train", "pointnet-train", "curriculum-lm-train", "transducer-train", "beam-decode",
+                   "speculative-decode"]
+#: (the eighth set's ppo-train is left to BENCHMARKS.md's later-run table: its first run has no
+#: step, and packing its 72,000 buffers with 40 improvement rounds takes over two minutes)
+#: speculative-decode's later run accepts other drafts than the first, so it leaves the plan in
+#: its first rounds; the models' weights stay in the plan's arena, whose partly used pages (184
+#: MiB mapped) sit beside the online policy's growing caches: measured 1.086 x the bound
+#: against 1.049 learning online
+SPECULATIVE = "eighth set: 1.086 against 1.049 learned online (the arena's partly used pages stay beside the caches)"
 #: moe-train's later run leaves the plan at its 82nd allocation (the experts get other
 #: batches), and what the plan placed by then stays: measured 1.055 x the bound against
 #: 1.030 learning online (memtune: 1.055)
@@ -440,7 +454,7 @@ def test_a_plan_from_an_earlier_run_meets_the_plan_target_on_a_later_run(later_r
     assert r.peak_reserved_bytes <= 1.02 * lb, f"{name}: {r.peak_reserved_bytes / lb:.4f} of the bound"
 
 
-@pytest.mark.parametrize("name", with_measured_misses(FIXED_SHAPES, SIXTH_ABOVE))
+@pytest.mark.parametrize("name", with_measured_misses(FIXED_SHAPES, {**SIXTH_ABOVE, **EIGHTH_ABOVE}))
 def test_a_later_run_served_by_a_plan_is_within_a_page_of_the_page_rounded_bound(later_runs, name):
     path, later, plan = later_runs[name]
     r, lb, _calls = _replay(later, "memtune-plan", plan_file=str(path))
@@ -452,7 +466,8 @@ def test_a_later_run_served_by_a_plan_is_within_a_page_of_the_page_rounded_bound
 
 
 @pytest.mark.parametrize("name", with_measured_misses(CHANGING_SHAPES, {
-    n: "the slots placed before the deviation stay (1.055 against 1.030 learned online)" for n in COSTLY_DEVIATION}))
+    **{n: "the slots placed before the deviation stay (1.055 against 1.030 learned online)" for n in COSTLY_DEVIATION},
+    "speculative-decode": SPECULATIVE}))
 def test_a_plan_from_a_run_with_other_shapes_costs_little(later_runs, name):
     r, learned, lb = _served(later_runs, name)
     # the later run leaves the recorded sequence early: plan mode falls back to its online policy
@@ -462,7 +477,10 @@ def test_a_plan_from_a_run_with_other_shapes_costs_little(later_runs, name):
 
 @pytest.mark.parametrize("name", with_measured_misses(CHANGING_SHAPES, {
     "curriculum-lm-train": "sixth set: 130 calls with the plan, 53 learning online (the later run goes on to "
-                           "longer sequences than the recording's)"}))
+                           "longer sequences than the recording's)",
+    "speculative-decode": "eighth set: 239 calls with the plan, 85 learning online: past the plan, plan mode "
+                          "learned a decoding round and left it some 30 times, giving the online policy's free "
+                          "pages back each time"}))
 def test_a_plan_from_a_run_with_other_shapes_costs_few_device_calls(later_runs, name):
     """Past the plan, the online policy serves the rest of the run beside what the arena
     still holds; it may grow into what the arena leaves of the peak before it unmaps.
