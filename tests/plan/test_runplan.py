@@ -22,7 +22,7 @@ from memtune.trace.model import Action, BlockState, Event, SegmentState
 from memtune.trace.plan import PlanAllocator, PlanSpec, lifetimes
 from memtune.trace.replay import replay_device
 
-from .test_plan import KiB, lazy_optimizer_training, live_overlaps, with_measured_misses
+from .test_plan import KiB, lazy_optimizer_training, live_overlaps, step_events, with_measured_misses
 
 REPO = Path(__file__).resolve().parents[2]
 HELDOUT = REPO / "benchmarks" / "heldout"
@@ -118,6 +118,33 @@ def test_a_run_that_deviates_falls_back_and_learns_online():
     a, _peak = serve(plan, evs, page=512)
     assert a.deviations >= 1 and a.planned_allocs > 0
     assert a.live_blocks()  # the weights are still live, in the draining arena
+
+
+def test_past_a_run_plan_a_step_that_is_a_sliver_of_the_workload_is_not_learned():
+    """After a plan made from an earlier run deviates, the online policy has seen only
+    what came after it, so its own live peak is small. Whether a step is a sliver (too
+    small for its plan to save more than the slack) is judged against the workload's live
+    peak: a 1 MiB step beside 256 MiB of weights is not planned and served from an arena of
+    its own each time it repeats (held-out speculative-decode's later run learned and left
+    such a step some 30 times, at 239 device calls against 85 learning online)."""
+    weights = [Event(Action.ALLOC, 10**9, 256 << 20)]
+    recorded = list(weights)
+    carry = None
+    for k in range(4):
+        e, carry = step_events(1000 * (k + 1), carry=carry)
+        recorded += e
+    plan = runplan.make_run_plan(recorded, rounds=5)
+    later = list(weights)
+    carry = None
+    for k in range(24):  # the later run's steps have other sizes: it leaves the plan at once
+        e, carry = step_events(1000 * (k + 1), sizes=(310, 70, 490, 130, 210), carry=carry)
+        later += e
+    a, _peak = serve(plan, later)
+    assert a.deviations >= 1
+    assert a.plans_made == 0
+    # the same steps with no weights held are planned
+    b, _peak = serve(None, later[1:])
+    assert b.plans_made > 0
 
 
 def _reorder_frees(evs: list[Event], seed: int = 0) -> tuple[list[Event], int]:
@@ -477,10 +504,7 @@ def test_a_plan_from_a_run_with_other_shapes_costs_little(later_runs, name):
 
 @pytest.mark.parametrize("name", with_measured_misses(CHANGING_SHAPES, {
     "curriculum-lm-train": "sixth set: 130 calls with the plan, 53 learning online (the later run goes on to "
-                           "longer sequences than the recording's)",
-    "speculative-decode": "eighth set: 239 calls with the plan, 85 learning online: past the plan, plan mode "
-                          "learned a decoding round and left it some 30 times, giving the online policy's free "
-                          "pages back each time"}))
+                           "longer sequences than the recording's)"}))
 def test_a_plan_from_a_run_with_other_shapes_costs_few_device_calls(later_runs, name):
     """Past the plan, the online policy serves the rest of the run beside what the arena
     still holds; it may grow into what the arena leaves of the peak before it unmaps.

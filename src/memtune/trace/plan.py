@@ -537,7 +537,9 @@ class PlanAllocator:
         if plan.arena == 0:
             return
         on = self.online
-        if plan.arena < on.spec.slack * on._peak_live:
+        # (the workload's live peak, not the online policy's own: after a plan served most
+        # blocks, the online policy has seen only what came after it)
+        if plan.arena < on.spec.slack * max(on._peak_live, self.stats.peak(S.ALLOCATED_BYTES)):
             # the step is a sliver of memory: packing it saves less than the online policy's
             # slack, while moving its blocks out reshapes the online layout for nothing
             # (look again a step later: the same step would be rejected again)
