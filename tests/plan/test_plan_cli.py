@@ -120,3 +120,52 @@ def test_plan_does_not_call_a_sliver_of_the_run_a_step(capsys):
     assert main(["plan", str(trace), "--no-replay"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "no step repeats over most of this run" in out and "live bytes peak" not in out
+
+
+def test_plan_longer_replays_the_run_with_the_step_played_more_times(tmp_path, capsys):
+    """--longer N replays the policies on the run with its step played N more times, as
+    memtune.trace.extend.repeat_step makes it: the same numbers as replaying that run."""
+    import memtune
+    from memtune.trace.extend import repeat_step
+    from memtune.trace.replay import replay_device
+
+    f = tmp_path / "steps.csv"
+    write_steps(f)
+    assert main(["plan", str(f), "--json", "--pack-seconds", "0.1", "--longer", "5"]) == 0
+    (rep,) = json.loads(capsys.readouterr().out)
+    assert rep["longer"]["extra_steps"] == 5
+    tr = memtune.load_trace(f)
+    longer = repeat_step(tr.devices[0], 5)
+    for pol in ("memtune-plan", "memtune", "pytorch-cuda"):
+        got = rep["longer"]["replays"][pol]
+        r = replay_device(tr, longer, pol)
+        assert (got["peak_reserved_bytes"], got["device_calls"]) == (r.peak_reserved_bytes, r.device_allocs + r.device_frees)
+        assert got["peak_reserved_bytes"] >= rep["lower_bound"]
+    assert main(["plan", str(f), "--pack-seconds", "0.1", "--longer", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "5 more steps, peak reserved / bound: memtune-plan" in out
+    # without --longer there is no such replay
+    assert main(["plan", str(f), "--json", "--pack-seconds", "0.1"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["longer"] is None
+
+
+def test_plan_longer_says_when_there_is_no_step_to_repeat(tmp_path, capsys):
+    f = tmp_path / "once.csv"
+    f.write_text("id,lower,upper,size\n0,0,5,1048576\n1,1,3,2097152\n")
+    assert main(["plan", str(f), "--pack-seconds", "0.1", "--longer", "10"]) == 0
+    assert "no step repeats here" in capsys.readouterr().out
+
+
+def test_plan_longer_needs_the_replays_and_a_count(tmp_path, capsys):
+    import pytest
+
+    from memtune.trace.plan import analyze
+
+    f = tmp_path / "steps.csv"
+    write_steps(f)
+    assert main(["plan", str(f), "--no-replay", "--longer", "5"]) == 2
+    assert "--longer" in capsys.readouterr().err
+    assert main(["plan", str(f), "--longer", "-1"]) == 2
+    assert "--longer" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="longer must be a whole number of steps >= 0; got -1"):
+        analyze(str(f), longer=-1)

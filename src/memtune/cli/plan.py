@@ -14,20 +14,25 @@ from memtune.cli._common import console, echo_json, pack_rounds_option, pack_sec
 @click.option("--no-replay", is_flag=True, help="Only detect and pack the step; skip the replays.")
 @pack_seconds_option("Time budget of the static packer (one step; a lifetime table's whole table).")
 @pack_rounds_option()
+@click.option("--longer", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
+              help="Also replay with the step played N more times (a recording holds a few steps, a job "
+                   "thousands: a layout that drifts from step to step shows there). 0: off.")
 @click.option("--save", type=click.Path(dir_okay=False), default=None, metavar="PLAN.json",
               help="Also plan the whole run (its first steps around the repeating step) and write it here. "
                    "memtune-plan serves it from the first allocation of a later run of the same program: "
                    "MEMTUNE_PLAN_FILE=PLAN.json, or --set plan_file=PLAN.json.")
-def plan(trace, device, as_json, no_replay, pack_seconds, pack_rounds, save):
+def plan(trace, device, as_json, no_replay, pack_seconds, pack_rounds, longer, save):
     """Learn TRACE's repeating step (step markers, or the detected period) and pack it offline.
 
     Reports, per device: the period, how much of the trace repeats, the packed
     arena of one step against that step's lower bound (peak of live requested
     bytes), and -- unless --no-replay -- the peak reserved of memtune-plan, memtune
     and pytorch-cuda (with the trace's own settings) against the trace's lower
-    bound. Lifetime tables also get the best static packing of the whole table.
+    bound; with --longer N, also with the step played N more times. Lifetime tables
+    also get the best static packing of the whole table.
 
         memtune plan snapshot.pickle --json
+        memtune plan run1.jsonl.gz --longer 200      # does the layout hold over a long job?
         memtune plan run1.jsonl.gz --save plan.json   # then: MEMTUNE_PLAN_FILE=plan.json for the next run
     """
     from memtune.trace.plan import analyze
@@ -35,7 +40,10 @@ def plan(trace, device, as_json, no_replay, pack_seconds, pack_rounds, save):
 
     tr = load(trace)  # once, for the analysis and the saved plan
     saved = _save_run_plan(tr, device, save, pack_seconds, pack_rounds) if save else None
-    reports = analyze(tr, device=device, replay=not no_replay, pack_seconds=pack_seconds, pack_rounds=pack_rounds)
+    if longer and no_replay:
+        raise click.UsageError("--longer replays the run with more steps; it cannot go with --no-replay")
+    reports = analyze(tr, device=device, replay=not no_replay, pack_seconds=pack_seconds, pack_rounds=pack_rounds,
+                      longer=longer)
     if as_json:
         out = [r.to_json() for r in reports]
         if saved is not None:
@@ -55,6 +63,9 @@ def plan(trace, device, as_json, no_replay, pack_seconds, pack_rounds, save):
     pols = list(reports[0].replays) if reports and reports[0].replays else []
     for p in pols:
         table.add_column(f"{p} / bound", justify="right")
+    if longer:
+        for p in pols:
+            table.add_column(f"{p}: {longer} more steps", justify="right")
     show_pack = any(r.packing for r in reports)
     if show_pack:
         table.add_column("static packing / bound", justify="right")
@@ -69,6 +80,10 @@ def plan(trace, device, as_json, no_replay, pack_seconds, pack_rounds, save):
             x = r.replays[p]
             ratio = x["ratio"]
             cells.append("-" if ratio is None else f"{ratio:.3f} ({x['device_calls']} calls)")
+        if longer:
+            for p in pols:
+                x = r.longer_replays.get(p)
+                cells.append("-" if x is None or x["ratio"] is None else f"{x['ratio']:.3f} ({x['device_calls']} calls)")
         if show_pack:
             cells.append("-" if r.packing is None else f"{r.packing.ratio:.4f} ({r.packing.method})")
         table.add_row(*cells)
@@ -80,6 +95,15 @@ def plan(trace, device, as_json, no_replay, pack_seconds, pack_rounds, save):
         where = peak_note(r)
         if where:
             out.print(f"{device_name(r.device)}: {where}", highlight=False)
+        if r.longer_replays:
+            parts = [f"{p} {r.replays[p]['ratio']:.3f} -> {x['ratio']:.3f}"
+                     f" ({r.replays[p]['device_calls']} -> {x['device_calls']} device calls)"
+                     for p, x in r.longer_replays.items() if x["ratio"] is not None and r.replays[p]["ratio"] is not None]
+            out.print(f"{device_name(r.device)}: {r.longer_steps} more steps, peak reserved / bound: " + "; ".join(parts),
+                      highlight=False)
+        if longer and not r.longer_replays:
+            out.print(f"{device_name(r.device)}: no step repeats here (or it frees blocks from before it), so there "
+                      f"is nothing to play {longer} more times", highlight=False)
     if saved is not None:
         path, dev, info = saved
         out.print(f"{device_name(dev)}: wrote {path}: a plan of the whole run, arena {format_bytes(info['arena_bytes'])}"

@@ -1138,6 +1138,11 @@ class PlanReport:
     packing: packing.Packing | None = None
     #: the alloc/free event (counted as in ``period``) where live requested bytes first peak
     peak_event: int | None = None
+    #: the same replays with the last step played ``longer_steps`` more times
+    #: (:func:`memtune.trace.extend.repeat_step`): a layout that drifts from step to step,
+    #: and device calls made every step, show there; empty when not asked for or no step repeats
+    longer_steps: int = 0
+    longer_replays: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def peak_repetition(self) -> int | None:
@@ -1169,10 +1174,22 @@ class PlanReport:
             "lower_bound": self.lower_bound,
             "live_peak": {"event": self.peak_event, "repetition": self.peak_repetition},
             "replays": self.replays,
+            "longer": None if not self.longer_replays else {"extra_steps": self.longer_steps,
+                                                             "replays": self.longer_replays},
             "static_packing": None if self.packing is None else {
                 "peak_bytes": self.packing.peak, "ratio": self.packing.ratio, "method": self.packing.method,
                 "seconds": self.packing.seconds},
         }
+
+
+def _replay_summary(r: Any) -> dict[str, Any]:
+    return {
+        "peak_reserved_bytes": r.peak_reserved_bytes,
+        "ratio": r.peak_reserved_bytes / r.peak_requested_bytes if r.peak_requested_bytes else None,
+        "device_calls": r.device_allocs + r.device_frees,
+        "events_per_second": r.events_per_second,
+        "ooms": len(r.ooms),
+    }
 
 
 def lifetimes(events: Iterable[Event]) -> list[tuple[int, int, int]]:
@@ -1192,11 +1209,20 @@ def lifetimes(events: Iterable[Event]) -> list[tuple[int, int, int]]:
 
 
 def analyze(trace, device: int | None = None, policies: Sequence[str] = ("memtune-plan", "memtune", "pytorch-cuda"),
-            replay: bool = True, pack_seconds: float = 2.0, pack_rounds: int | None = None) -> list[PlanReport]:
+            replay: bool = True, pack_seconds: float = 2.0, pack_rounds: int | None = None,
+            longer: int = 0) -> list[PlanReport]:
     """Detect the period of each device stream, plan one step and replay ``policies``
-    (``pytorch-cuda`` with the trace's own settings, as the traced program ran)."""
-    from memtune.trace.replay import load
+    (``pytorch-cuda`` with the trace's own settings, as the traced program ran).
+
+    ``longer`` > 0 also replays them with the step played that many more times: a
+    recording holds a few steps, a training job thousands, and a layout that drifts
+    from step to step only shows on a longer run."""
+    from memtune.trace.extend import repeat_step
+    from memtune.trace.replay import load, replay_device
     from memtune.trace.replay import replay as run_replay
+
+    if isinstance(longer, bool) or not isinstance(longer, int) or longer < 0:
+        raise ValueError(f"longer must be a whole number of steps >= 0; got {longer!r}")
 
     tr = load(trace)
     devices = [tr.device(device)] if device is not None else list(tr.devices)
@@ -1215,13 +1241,15 @@ def analyze(trace, device: int | None = None, policies: Sequence[str] = ("memtun
             rep.packing = packing.pack(lifetimes(dt.events), time_budget=pack_seconds, rounds=pack_rounds)
         if replay:
             for pol in policies:
-                r = run_replay(tr, pol, device=dt.device)[0]
-                rep.replays[pol] = {
-                    "peak_reserved_bytes": r.peak_reserved_bytes,
-                    "ratio": r.peak_reserved_bytes / r.peak_requested_bytes if r.peak_requested_bytes else None,
-                    "device_calls": r.device_allocs + r.device_frees,
-                    "events_per_second": r.events_per_second,
-                    "ooms": len(r.ooms),
-                }
+                rep.replays[pol] = _replay_summary(run_replay(tr, pol, device=dt.device)[0])
+            if longer and per is not None:
+                try:
+                    long_dt = repeat_step(dt, longer, min_period=PlanSpec.min_period)
+                except MemtuneError:
+                    long_dt = None  # (a step that frees blocks from before it: nothing to repeat)
+                if long_dt is not None:
+                    rep.longer_steps = longer
+                    for pol in policies:
+                        rep.longer_replays[pol] = _replay_summary(replay_device(tr, long_dt, pol))
         out.append(rep)
     return out
