@@ -51,3 +51,10 @@ def _fresh_config_reads():
     if cfg is not None:
         cfg.reset_for_tests()
     yield
+
+
+@pytest.fixture(autouse=True)
+def _piped_terminal_width(monkeypatch):
+    """CLI output is read as if piped (160 columns), whatever runs the tests: pytest-xdist's
+    workers set COLUMNS to the terminal's width, which would wrap the tables' headers."""
+    monkeypatch.delenv("COLUMNS", raising=False)
