@@ -124,7 +124,7 @@ def test_past_a_run_plan_a_step_that_is_a_sliver_of_the_workload_is_not_learned(
     """After a plan made from an earlier run deviates, the online policy has seen only
     what came after it, so its own live peak is small. Whether a step is a sliver (too
     small for its plan to save more than the slack) is judged against the workload's live
-    peak: a 1 MiB step beside 256 MiB of weights is not planned and served from an arena of
+    peak: a 1 MiB step beside 256 MiB of weights stays online, not taken over by an arena of
     its own each time it repeats (held-out speculative-decode's later run learned and left
     such a step some 30 times, at 239 device calls against 85 learning online)."""
     weights = [Event(Action.ALLOC, 10**9, 256 << 20)]
