@@ -169,3 +169,26 @@ def test_plan_longer_needs_the_replays_and_a_count(tmp_path, capsys):
     assert "--longer" in capsys.readouterr().err
     with pytest.raises(ValueError, match="longer must be a whole number of steps >= 0; got -1"):
         analyze(str(f), longer=-1)
+
+
+def test_plan_longer_refuses_a_run_too_long_to_build(tmp_path, capsys):
+    """A longer run is built and replayed in memory: a count of steps past the limit is a
+    clear error naming the count and the largest one accepted, not minutes of work or an
+    out-of-memory kill."""
+    import pytest
+
+    from memtune.errors import MemtuneError
+    from memtune.trace.plan import LONGER_MAX_EVENTS, analyze
+
+    f = tmp_path / "steps.csv"
+    write_steps(f)
+    (rep,) = analyze(str(f), replay=False)
+    too_many = LONGER_MAX_EVENTS // rep.period.length + 1
+    assert main(["plan", str(f), "--pack-seconds", "0.1", "--longer", str(too_many)]) == 2
+    err = capsys.readouterr().err
+    assert f"{too_many} more steps of {rep.period.length} events" in err
+    assert f"at most {too_many - 1} more steps" in err
+    with pytest.raises(MemtuneError, match=f"at most {too_many - 1} more steps"):
+        analyze(str(f), longer=too_many)
+    with pytest.raises(ValueError, match="longer=5 replays the run with more steps; it needs replay=True"):
+        analyze(str(f), replay=False, longer=5)

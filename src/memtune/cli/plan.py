@@ -38,10 +38,10 @@ def plan(trace, device, as_json, no_replay, pack_seconds, pack_rounds, longer, s
     from memtune.trace.plan import analyze
     from memtune.trace.replay import load
 
-    tr = load(trace)  # once, for the analysis and the saved plan
-    saved = _save_run_plan(tr, device, save, pack_seconds, pack_rounds) if save else None
     if longer and no_replay:
         raise click.UsageError("--longer replays the run with more steps; it cannot go with --no-replay")
+    tr = load(trace)  # once, for the analysis and the saved plan
+    saved = _save_run_plan(tr, device, save, pack_seconds, pack_rounds) if save else None
     reports = analyze(tr, device=device, replay=not no_replay, pack_seconds=pack_seconds, pack_rounds=pack_rounds,
                       longer=longer)
     if as_json:

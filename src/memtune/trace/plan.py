@@ -1208,6 +1208,11 @@ def lifetimes(events: Iterable[Event]) -> list[tuple[int, int, int]]:
     return out
 
 
+#: ``analyze(longer=N)`` builds and replays the longer run in memory: past this many added
+#: events it says so instead (at ~1 us an event to build and ~8 to replay, minutes a policy)
+LONGER_MAX_EVENTS = 20_000_000
+
+
 def analyze(trace, device: int | None = None, policies: Sequence[str] = ("memtune-plan", "memtune", "pytorch-cuda"),
             replay: bool = True, pack_seconds: float = 2.0, pack_rounds: int | None = None,
             longer: int = 0) -> list[PlanReport]:
@@ -1223,12 +1228,20 @@ def analyze(trace, device: int | None = None, policies: Sequence[str] = ("memtun
 
     if isinstance(longer, bool) or not isinstance(longer, int) or longer < 0:
         raise ValueError(f"longer must be a whole number of steps >= 0; got {longer!r}")
+    if longer and not replay:
+        raise ValueError(f"longer={longer} replays the run with more steps; it needs replay=True")
 
     tr = load(trace)
     devices = [tr.device(device)] if device is not None else list(tr.devices)
     out: list[PlanReport] = []
     for dt in devices:
         per, step = find_step(dt.events, min_period=PlanSpec.min_period)
+        if longer and per is not None and longer * per.length > LONGER_MAX_EVENTS:
+            # (before any work: the longer run is built and replayed in memory)
+            raise MemtuneError(
+                f"device {dt.device}: {longer} more steps of {per.length} events would replay "
+                f"{longer * per.length:,} events; at most {LONGER_MAX_EVENTS:,} are replayed "
+                f"(here: at most {LONGER_MAX_EVENTS // per.length} more steps)")
         n = sum(1 for ev in dt.events if ev.action is Action.ALLOC or ev.action is Action.FREE)
         plan = None
         cov = 0.0
