@@ -6,7 +6,8 @@
 For each trace in ../shared/traces (each device of each snapshot, the profiler
 traces, the lifetime tables) every preset plus ``memtune`` and ``memtune-plan`` is
 replayed from the trace's own starting state; then the same for the held-out
-held-out traces (HELDOUT_DIRS; what was tuned on which: benchmarks/heldout/README.md). The table gives peak reserved as a
+traces (HELDOUT_PATHS: every run of benchmarks/heldout/manifest.toml; what was tuned on which:
+benchmarks/heldout/README.md). The table gives peak reserved as a
 ratio to the lower bound (the peak of live requested bytes), device calls
 (allocs + frees, or maps + unmaps) and replay speed as a ratio to ``pytorch-cuda``
 measured in the same run. Lifetime tables also get the best static packing found
@@ -27,21 +28,38 @@ REPO = HERE.parent
 TRACES = Path(os.environ.get("MEMTUNE_SHARED_TRACES", REPO.parent / "shared" / "traces"))
 OUT = REPO / "BENCHMARKS.md"
 QUICK = ("pytorch-snapshot-cold-small.pickle", "lifetimes-resnet50.csv")
+
+
+def _heldout_runs():
+    """benchmarks/heldout/manifest.toml, read and checked by benchmarks/heldout/manifest.py,
+    imported by its path (as tests/heldout_runs.py does: run.py loads this file by path)."""
+    import importlib.util
+
+    name = "heldout_manifest"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, HERE / "heldout" / "manifest.py")
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # (its dataclasses look their module up there)
+        spec.loader.exec_module(module)
+    return sys.modules[name].load()
+
+
 #: Traces memtune's policy was never tuned on, captured with its own recorder by
-#: scripts/capture_demo_traces.py: the bundled demo set and the held-out set.
-HELDOUT_DIRS = (REPO / "src" / "memtune" / "data" / "traces", REPO / "benchmarks" / "heldout")
+#: scripts/capture_demo_traces.py: the bundled demo set and the held-out sets, every run of
+#: benchmarks/heldout/manifest.toml (the one list of them; it never lists benchmarks/heldout/ninth).
+HELDOUT_RUNS = _heldout_runs()
+#: the held-out traces in the tables' row order: by path (benchmarks/heldout, then the demo set)
+HELDOUT_PATHS = tuple(sorted(r.path for r in HELDOUT_RUNS))
 QUICK_HELDOUT = ("mlp-train.jsonl.gz",)
-#: Second runs of the held-out and demo programs (twice the steps, other data): a plan made
-#: from the first run (the trace in HELDOUT_DIRS) is replayed against them.
-LATER_RUNS = REPO / "benchmarks" / "heldout" / "rerun"
+#: Second runs of the held-out and demo programs (twice the steps, other data; in
+#: benchmarks/heldout/rerun), each with its first run, by name: a plan made from the first run
+#: is replayed against the second.
+LATER_RUNS = tuple(sorted((r.rerun, r.path) for r in HELDOUT_RUNS if r.rerun is not None))
 #: The held-out and demo runs whose step is a whole training step of fixed shapes (the others'
-#: shapes follow the data, or they serve requests of changing shape): replayed with that step
-#: played LONG_RUN_STEPS more times (memtune.trace.extend.repeat_step).
-LONG_RUNS = ("mlp-train", "cnn-train", "transformer-train", "gru-lm-train", "vgg-train", "vit-train", "resnet-train",
-             "unet-train", "gpt-accum-train", "mobilenet-train", "gan-train", "vae-train", "diffusion-sample",
-             "seq2seq-train", "dlrm-train", "wavenet-train", "checkpoint-train", "lora-finetune", "simclr-train",
-             "swin-train", "fpn-detect-train", "convnext-train", "distill-train", "txl-train", "mae-pretrain",
-             "nerf-train", "flat-adam-train", "clip-train", "conformer-train", "ssm-train", "pipeline-microbatch-train")
+#: shapes follow the data, or they serve requests of changing shape), in the manifest's order:
+#: replayed with that step played LONG_RUN_STEPS more times (memtune.trace.extend.repeat_step).
+LONG_RUNS = tuple(r.name for r in HELDOUT_RUNS if r.fixed_shapes)
 LONG_RUN_STEPS = 200
 #: improvement rounds of a run plan's packings (a count: the same plan on any machine)
 RUN_PLAN_ROUNDS = 40
@@ -239,10 +257,9 @@ def later_runs(quick: bool, tmp: Path) -> list[dict]:
     from memtune.trace.replay import replay_device
 
     out: list[dict] = []
-    for later_path in sorted(LATER_RUNS.glob("*.jsonl.gz")):
+    for later_path, first in LATER_RUNS:
         if quick and later_path.name not in QUICK_HELDOUT:
             continue
-        first = next(d / later_path.name for d in HELDOUT_DIRS if (d / later_path.name).exists())
         t = time.perf_counter()
         plan = runplan.make_run_plan(memtune.load_trace(first).devices[0].events, time_budget=PACK_SECONDS,
                                      rounds=RUN_PLAN_ROUNDS)
@@ -291,7 +308,7 @@ def long_runs(quick: bool) -> list[dict]:
     for name in LONG_RUNS:
         if quick and f"{name}.jsonl.gz" not in QUICK_HELDOUT:
             continue
-        path = next(d / f"{name}.jsonl.gz" for d in HELDOUT_DIRS if (d / f"{name}.jsonl.gz").exists())
+        path = HELDOUT_RUNS[name].path
         tr = memtune.load_trace(path)
         dt = dataclasses.replace(tr.devices[0], settings={})
         longer = repeat_step(dt, LONG_RUN_STEPS)
@@ -560,7 +577,7 @@ def main(quick: bool) -> None:
             print(f"{row.trace} dev {row.device} (LB {row.lower_bound}): {summary}", flush=True)
         print(f"  ({time.perf_counter() - t:.1f} s)", flush=True)
     heldout: list[Row] = []
-    for path in sorted(p for d in HELDOUT_DIRS for p in d.glob("*.jsonl.gz")):
+    for path in HELDOUT_PATHS:
         if quick and path.name not in QUICK_HELDOUT:
             continue
         got = measure(path, pols)
@@ -569,8 +586,7 @@ def main(quick: bool) -> None:
             summary = "  ".join(f"{p}={fmt_ratio(r['ratio'])}/{r['calls']}" for p, r in row.results.items())
             print(f"held-out {row.trace} (LB {row.lower_bound}): {summary}", flush=True)
     t = time.perf_counter()
-    heldout_paths = sorted(p for d in HELDOUT_DIRS for p in d.glob("*.jsonl.gz"))
-    trade = tradeoff(files + heldout_paths, rows + heldout)
+    trade = tradeoff(files + list(HELDOUT_PATHS), rows + heldout)
     print(f"settings trade-off: {len(trade)} settings ({time.perf_counter() - t:.1f} s)", flush=True)
     import tempfile
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from heldout_runs import HELDOUT_RUNS
 from hypothesis import given, settings, strategies as st
 
 import memtune
@@ -25,9 +26,7 @@ from memtune.trace.replay import replay_device
 from .test_plan import KiB, lazy_optimizer_training, live_overlaps, step_events, with_measured_misses
 
 REPO = Path(__file__).resolve().parents[2]
-HELDOUT = REPO / "benchmarks" / "heldout"
 DEMO = REPO / "src" / "memtune" / "data" / "traces"
-RERUN = HELDOUT / "rerun"
 
 
 def serve(plan: runplan.RunPlan | None, evs: list[Event], page: int = 64 * KiB,
@@ -392,21 +391,10 @@ def test_memtune_plan_save_needs_one_device(shared_trace_path, tmp_path, capsys)
 
 # ---------------------------------------------------------------- a later run of real programs
 
-#: fixed-shape runs: a later run (twice the steps, other data) follows the recording
-FIXED_SHAPES = ["gru-lm-train", "vgg-train", "vit-train", "resnet-train", "unet-train", "gpt-accum-train",
-                "cnn-train", "mlp-train", "transformer-train",
-                # the third held-out set, measured once as it came
-                "mobilenet-train", "gan-train", "vae-train", "diffusion-sample",
-                # the fourth set, measured once after the changes that followed the third
-                "seq2seq-train", "dlrm-train", "wavenet-train", "checkpoint-train",
-                # the fifth set, measured once as it came
-                "lora-finetune", "simclr-train", "swin-train", "fpn-detect-train",
-                # the sixth set, measured once (with plans following the set of frees, not their order)
-                "convnext-train", "distill-train", "txl-train",
-                # the seventh set, measured once as it came
-                "mae-pretrain", "nerf-train", "flat-adam-train",
-                # the eighth set, measured once as it came
-                "clip-train", "conformer-train", "ssm-train", "pipeline-microbatch-train"]
+#: fixed-shape runs: a later run (twice the steps, other data) follows the recording. Every such
+#: run of benchmarks/heldout/manifest.toml, in its order (the demo set, then the sets first to
+#: eighth, each measured once as it came or as the manifest says).
+FIXED_SHAPES = [r.name for r in HELDOUT_RUNS if r.fixed_shapes and r.rerun]
 #: the sixth set's distill-train and txl-train: their later runs are served by the plan to the
 #: end, but above 1.02 (measured: distill 1.0231, txl 1.0255 x the bound). Their recordings
 #: pack at 1.0121 and 1.0205 x their bounds, and txl's later run reserves one page more than
@@ -422,12 +410,12 @@ PAGE_FLOOR = {"mlp-train"}
 #: the recording itself packs above 1 % of its bound (measured: gan 1.0156, vae 1.0130);
 #: a later run is still served within 2 % (1.0159, 1.0133) and within a page of the floor
 LOOSE_RECORDING = {"gan-train", "vae-train"}
-#: runs whose shapes depend on the data: a later run deviates early
-CHANGING_SHAPES = ["lstm-varlen-train", "encoder-serve", "bert-mlm-train", "moe-train", "gnn-train", "kvcache-generate",
-                   "ctc-speech-train", "pointnet-train", "curriculum-lm-train", "transducer-train", "beam-decode",
-                   "speculative-decode"]
-#: (the eighth set's ppo-train is left to BENCHMARKS.md's later-run table: its first run has no
-#: step, and packing its 72,000 buffers with 40 improvement rounds takes over two minutes)
+#: the eighth set's ppo-train is left to BENCHMARKS.md's later-run table: its first run has no
+#: step, and packing its 72,000 buffers with 40 improvement rounds takes over two minutes
+LEFT_TO_BENCHMARKS = {"ppo-train"}
+#: runs whose shapes depend on the data: a later run deviates early (benchmarks/heldout/manifest.toml,
+#: in its order)
+CHANGING_SHAPES = [r.name for r in HELDOUT_RUNS if not r.fixed_shapes and r.rerun and r.name not in LEFT_TO_BENCHMARKS]
 #: speculative-decode's later run accepts other drafts than the first, so it leaves the plan in
 #: its first rounds; the models' weights stay in the plan's arena, whose partly used pages (184
 #: MiB mapped) sit beside the online policy's growing caches: measured 1.086 x the bound
@@ -439,10 +427,6 @@ SPECULATIVE = "eighth set: 1.086 against 1.049 learned online (the arena's partl
 COSTLY_DEVIATION = {"moe-train"}
 
 
-def _recorded(name: str) -> Path:
-    return (DEMO if (DEMO / f"{name}.jsonl.gz").exists() else HELDOUT) / f"{name}.jsonl.gz"
-
-
 @pytest.fixture(scope="module")
 def later_runs(tmp_path_factory):
     """(plan file, later run) per workload: the plan made from the recording in the
@@ -450,10 +434,11 @@ def later_runs(tmp_path_factory):
     d = tmp_path_factory.mktemp("plans")
     out = {}
     for name in FIXED_SHAPES + CHANGING_SHAPES:
-        tr = memtune.load_trace(_recorded(name))
+        run = HELDOUT_RUNS[name]
+        tr = memtune.load_trace(run.path)
         # 40 improvement rounds, whatever they take: the same plan on any machine
         plan = runplan.make_run_plan(tr.devices[0].events, time_budget=120.0, rounds=40)
-        out[name] = (plan.save(d / f"{name}.json"), memtune.load_trace(RERUN / f"{name}.jsonl.gz"), plan)
+        out[name] = (plan.save(d / f"{name}.json"), memtune.load_trace(run.rerun), plan)
     return out
 
 

@@ -17,15 +17,17 @@ import dataclasses
 import functools
 
 import pytest
+from heldout_runs import HELDOUT_RUNS
 from shared_traces import ALL_TRACES, REPO as _REPO, SHARED_TRACES as _SHARED
 
 from .test_plan import with_measured_misses
 
 #: "The same must hold on traces you have not seen": real PyTorch CPU runs recorded by
-#: scripts/capture_demo_traces.py -- the bundled demo set and benchmarks/heldout, whose
-#: README says which set was seen by which change. Part of the repository: never skipped.
-HELDOUT = {p.name: p for d in (_REPO / "src" / "memtune" / "data" / "traces", _REPO / "benchmarks" / "heldout")
-           for p in sorted(d.glob("*.jsonl.gz"))}
+#: scripts/capture_demo_traces.py -- the bundled demo set and the held-out sets, every run of
+#: benchmarks/heldout/manifest.toml (which set each is in; its README says which set was seen
+#: by which change). Part of the repository: never skipped. The demo set first, then
+#: benchmarks/heldout, each by name.
+HELDOUT = {r.file: r.path for r in sorted(HELDOUT_RUNS, key=lambda r: (r.set != "demo", r.file))}
 
 NON_CACHING = ("mxnet-unpooled",)
 #: Below this lower bound the ratio to it measures allocation granularity (512 B
@@ -36,54 +38,15 @@ MIN_MEANINGFUL_BOUND = 64 * 1024
 
 def test_the_held_out_traces_are_in_the_repository():
     """They are part of the repository, so every target below runs on them everywhere;
-    a lost file would otherwise only shrink the parametrization."""
-    assert set(HELDOUT) >= {"cnn-train.jsonl.gz", "mlp-train.jsonl.gz", "transformer-train.jsonl.gz",
-                            "gru-lm-train.jsonl.gz", "vgg-train.jsonl.gz", "vit-train.jsonl.gz",
-                            *SECOND_SET, *THIRD_SET, *FOURTH_SET, *FIFTH_SET, *SIXTH_SET,
-                            *SEVENTH_SET, *EIGHTH_SET}
+    a lost file would otherwise only shrink the parametrization. (The manifest's loader
+    refuses a listed file that is not there and a trace it does not list; this checks
+    the directories again, without it.)"""
+    demo, heldout = _REPO / "src" / "memtune" / "data" / "traces", _REPO / "benchmarks" / "heldout"
+    assert all(p.is_file() for p in HELDOUT.values())
+    assert set(HELDOUT) == {p.name for d in (demo, heldout) for p in d.glob("*.jsonl.gz")}
+    assert {"cnn-train.jsonl.gz", "mlp-train.jsonl.gz", "transformer-train.jsonl.gz"} <= set(HELDOUT)
+    assert [s for s in HELDOUT_RUNS.sets if not any(r.set == s for r in HELDOUT_RUNS)] == []
 
-#: The second held-out set (scripts/capture_demo_traces.py), captured after the first
-#: set's results were reported and measured once as it came; later changes were measured
-#: on it too (benchmarks/heldout/README.md). Two of its runs change shape from step to step.
-SECOND_SET = ("resnet-train.jsonl.gz", "lstm-varlen-train.jsonl.gz", "unet-train.jsonl.gz",
-              "gpt-accum-train.jsonl.gz", "encoder-serve.jsonl.gz")
-#: The third held-out set (scripts/capture_demo_traces.py), captured after two rules of the
-#: online policy were found looking at vgg and encoder-serve (so the sets above are no
-#: longer unseen) and measured once as it came; its misses below are those measurements.
-THIRD_SET = ("mobilenet-train.jsonl.gz", "gan-train.jsonl.gz", "vae-train.jsonl.gz", "bert-mlm-train.jsonl.gz",
-             "moe-train.jsonl.gz", "diffusion-sample.jsonl.gz")
-#: The fourth held-out set (scripts/capture_demo_traces.py), captured after the third set's
-#: results were reported, committed before it was measured, and measured once after the
-#: changes that followed (bounded page moves, plan mode looking again at a refused step);
-#: its misses below are those measurements. gnn-train's graphs and kvcache-generate's cache
-#: change size every step.
-FOURTH_SET = ("seq2seq-train.jsonl.gz", "dlrm-train.jsonl.gz", "wavenet-train.jsonl.gz", "gnn-train.jsonl.gz",
-              "checkpoint-train.jsonl.gz", "kvcache-generate.jsonl.gz")
-#: The fifth held-out set, captured after the fourth set's results were reported (and one
-#: change, the online policy growing into the room an arena leaves, was made looking at
-#: it), committed before it was measured, and measured once; its misses below are those
-#: measurements. ctc-speech-train's utterance lengths change every step.
-FIFTH_SET = ("lora-finetune.jsonl.gz", "simclr-train.jsonl.gz", "swin-train.jsonl.gz", "fpn-detect-train.jsonl.gz",
-             "ctc-speech-train.jsonl.gz")
-#: The sixth held-out set, captured after the fifth set's results were reported (and one
-#: change, plans holding only the set of frees between two allocations, was made looking at
-#: it), committed before it was measured, and measured once; its misses below are those
-#: measurements. pointnet-train's point counts change every step, and curriculum-lm-train's
-#: sequence length grows every two steps.
-SIXTH_SET = ("convnext-train.jsonl.gz", "distill-train.jsonl.gz", "txl-train.jsonl.gz", "pointnet-train.jsonl.gz",
-             "curriculum-lm-train.jsonl.gz")
-#: The seventh held-out set, captured after the sixth set's results were reported, committed
-#: before it was measured, and measured once as it came (no change was made after the sixth
-#: set); its misses below are those measurements. transducer-train's frame and label counts
-#: and beam-decode's prompt lengths are drawn from the data.
-SEVENTH_SET = ("mae-pretrain.jsonl.gz", "nerf-train.jsonl.gz", "transducer-train.jsonl.gz", "beam-decode.jsonl.gz",
-               "flat-adam-train.jsonl.gz")
-#: The eighth held-out set, captured after the seventh set's results were reported, committed
-#: before it was measured, and measured once as it came (no change was made after the seventh
-#: set); its misses below are those measurements. ppo-train's episode lengths and
-#: speculative-decode's accepted drafts are drawn from the data.
-EIGHTH_SET = ("clip-train.jsonl.gz", "conformer-train.jsonl.gz", "ssm-train.jsonl.gz",
-              "pipeline-microbatch-train.jsonl.gz", "ppo-train.jsonl.gz", "speculative-decode.jsonl.gz")
 #: A Conformer (conformer-train): its convolutional subsampling makes two 87 MiB blocks
 #: (a fifth of the bound each) every step, and smaller blocks split the holes they leave, so
 #: each step the pages move to where they land next, about 17 device calls a step.
@@ -293,28 +256,12 @@ def _steps(name: str):
     return analyze(_load(name), replay=False, pack_seconds=1.0)
 
 
-#: Training steps each held-out run records (scripts/capture_demo_traces.py).
-RECORDED_STEPS = {"mlp-train.jsonl.gz": 8, "cnn-train.jsonl.gz": 5, "transformer-train.jsonl.gz": 3,
-                  "gru-lm-train.jsonl.gz": 4, "vgg-train.jsonl.gz": 3, "vit-train.jsonl.gz": 3,
-                  "resnet-train.jsonl.gz": 3, "unet-train.jsonl.gz": 3,
-                  # an optimizer step of two accumulated micro-batches is one step, not two
-                  "gpt-accum-train.jsonl.gz": 3,
-                  # the third set: a GAN step updates both networks; 12 sampling steps of a denoiser
-                  "mobilenet-train.jsonl.gz": 3, "gan-train.jsonl.gz": 3, "vae-train.jsonl.gz": 4,
-                  "diffusion-sample.jsonl.gz": 12,
-                  # the fourth set
-                  "seq2seq-train.jsonl.gz": 3, "dlrm-train.jsonl.gz": 4, "wavenet-train.jsonl.gz": 3,
-                  "checkpoint-train.jsonl.gz": 3,
-                  # the fifth set
-                  "lora-finetune.jsonl.gz": 4, "simclr-train.jsonl.gz": 3, "swin-train.jsonl.gz": 3,
-                  "fpn-detect-train.jsonl.gz": 3,
-                  # the sixth set
-                  "convnext-train.jsonl.gz": 3, "distill-train.jsonl.gz": 4, "txl-train.jsonl.gz": 6,
-                  # the seventh set
-                  "mae-pretrain.jsonl.gz": 3, "nerf-train.jsonl.gz": 6, "flat-adam-train.jsonl.gz": 4,
-                  # the eighth set
-                  "clip-train.jsonl.gz": 8, "conformer-train.jsonl.gz": 8, "ssm-train.jsonl.gz": 8,
-                  "pipeline-microbatch-train.jsonl.gz": 8}
+#: Training steps each fixed-shape held-out run records (benchmarks/heldout/manifest.toml, from
+#: scripts/capture_demo_traces.py; the manifest says why gpt-accum-train counts 3 and
+#: diffusion-sample 12). Runs whose shapes change from step to step have no step to count.
+RECORDED_STEPS = {r.file: r.steps for r in HELDOUT_RUNS if r.fixed_shapes}
+#: Runs whose batch shapes change from step to step (benchmarks/heldout/manifest.toml says how).
+CHANGING_SHAPES = [r.file for r in HELDOUT_RUNS if not r.fixed_shapes]
 
 
 @functools.cache
@@ -360,11 +307,7 @@ def test_plan_mode_takes_a_step_over_once_the_online_peak_has_crept_past_the_pla
     assert got["memtune-plan", 100][1] < got["memtune", 100][1], got
 
 
-@pytest.mark.parametrize("name", ["lstm-varlen-train.jsonl.gz", "encoder-serve.jsonl.gz", "bert-mlm-train.jsonl.gz",
-                                  "moe-train.jsonl.gz", "gnn-train.jsonl.gz", "kvcache-generate.jsonl.gz",
-                                  "ctc-speech-train.jsonl.gz", "pointnet-train.jsonl.gz",
-                                  "curriculum-lm-train.jsonl.gz", "transducer-train.jsonl.gz",
-                                  "beam-decode.jsonl.gz", "ppo-train.jsonl.gz", "speculative-decode.jsonl.gz"])
+@pytest.mark.parametrize("name", CHANGING_SHAPES)
 def test_no_step_is_claimed_where_the_shapes_change_every_step(name):
     """A run whose batch shapes change from step to step has no repeating step: what
     repeats covers a sliver of it, so plan mode's targets do not apply there."""
