@@ -343,6 +343,38 @@ def test_a_step_smaller_than_the_online_slack_is_not_planned():
     assert b.planned_allocs > 0
 
 
+def _first_planned_step(sizes: tuple[int, ...], **spec: int) -> int | None:
+    """The step during which plan mode first plans a run of ``step_events(sizes)`` steps."""
+    a = PlanAllocator(PlanSpec(online=ArenaSpec(page=64 * KiB), **spec), SimulatedDevice(1 << 40))
+    addr: dict[int, int] = {}
+    carry = None
+    for k in range(1, 9):
+        evs, carry = step_events(10_000 * k, sizes=sizes, carry=carry)
+        for ev in evs:
+            if ev.action is Action.ALLOC:
+                addr[ev.address] = a.malloc(ev.size, ev.stream)
+            else:
+                a.free(addr.pop(ev.address))
+        if a.plans_made:
+            return k
+    return None
+
+
+def test_a_long_step_is_planned_a_repetition_sooner_than_a_short_one():
+    """A step of hundreds of allocations and frees seen twice is rarely a pattern inside
+    the real step, and every step waited for lets the online layout drift: it is
+    planned after two repetitions. A short one waits for the third."""
+    long_sizes = tuple(range(1, 301))   # 600 allocations and frees a step
+    short_sizes = tuple(range(1, 101))  # 200
+    assert PlanSpec().repeats_to_plan(600) == 2 and PlanSpec().repeats_to_plan(200) == 3
+    long_at = _first_planned_step(long_sizes)
+    assert long_at is not None
+    assert _first_planned_step(long_sizes, long_step=0) == long_at + 1  # the rule is what plans it sooner
+    short_at = _first_planned_step(short_sizes)
+    assert short_at is not None and short_at == _first_planned_step(short_sizes, long_step=0)
+    assert long_at < short_at
+
+
 def test_a_tiny_workload_keeps_exact_allocations_under_plan_mode():
     """A workload in the online policy's tiny phase is not planned: its exact
     allocations, cached by size, already serve every step without a device call.

@@ -152,8 +152,9 @@ def peak_note(r) -> str | None:
         return f"{head}, before the step starts repeating (event {per.start}), {before}."
     if k > per.count:
         return f"{head}, after the repeating stretch (it ends at event {per.end}), where the step's plan does not apply."
-    m = PlanSpec.min_repeats
+    m = PlanSpec().repeats_to_plan(per.length)
     if k <= m:
+        times = {1: "once", 2: "twice"}.get(m, f"{m} times")
         return (f"{head}, in repetition {k} of {per.count} of the step; plan mode plans a step once it has seen it "
-                f"{m} times, {before}.")
+                f"{times}, {before}.")
     return f"{head}, in repetition {k} of {per.count} of the step, late enough for the step's plan to serve it."
