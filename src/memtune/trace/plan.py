@@ -150,15 +150,37 @@ def detect_period(tokens: Sequence[int] | np.ndarray, min_period: int = 2, max_p
     least ``min_count`` full repetitions. Among periods whose coverage is within
     10 % of the best, the smallest wins (a multiple of the true period covers no
     more). Vectorised: fine for tens of thousands of tokens.
+
+    Only the periods that can matter get their runs measured: a run is at most the
+    number ``c`` of matches ``t[i] == t[i + p]``, so a period covers at most
+    ``(c + p) // p x p`` tokens, and none when ``c < (min_count - 1) x p``. Periods are
+    measured from the highest such bound down, until it falls below 90 % of the best
+    coverage found (those can be neither the best nor within 10 % of it).
     """
     a = np.asarray(tokens, dtype=np.int64)
     n = len(a)
     hi = n // min_count if max_period is None else min(max_period, n // min_count)
+    first = max(1, min_period)
     found: list[tuple[int, int, int]] = []  # (coverage, p, start)
-    for p in range(max(1, min_period), hi + 1):
-        m = a[:-p] == a[p:]
-        if not m[: n - p].any():
+    if hi < first:
+        return None
+    if n:  # equal tokens stay equal in the smallest integer type that holds them (less to compare)
+        for small in (np.int8, np.int16, np.int32):
+            if np.iinfo(small).min <= a.min() and a.max() <= np.iinfo(small).max:
+                a = a.astype(small)
+                break
+    periods = np.arange(first, hi + 1, dtype=np.int64)
+    matches = np.fromiter((np.count_nonzero(a[:-p] == a[p:]) for p in range(first, hi + 1)),
+                          dtype=np.int64, count=len(periods))
+    bound = np.where(matches >= (min_count - 1) * periods, (matches + periods) // periods * periods, 0)
+    best = 0
+    for j in np.argsort(-bound, kind="stable").tolist():
+        if not bound[j] or bound[j] < 0.9 * best:
+            break  # (and so are all after it)
+        if not matches[j]:
             continue
+        p = first + j
+        m = a[:-p] == a[p:]
         d = np.diff(np.concatenate(([0], m.view(np.int8), [0])))
         starts = np.flatnonzero(d == 1)
         ends = np.flatnonzero(d == -1)
@@ -168,6 +190,7 @@ def detect_period(tokens: Sequence[int] | np.ndarray, min_period: int = 2, max_p
         reps = (run + p) // p
         if reps >= min_count:
             found.append((reps * p, p, int(starts[k])))
+            best = max(best, reps * p)
     if not found:
         return None
     best = max(c for c, _p, _s in found)
