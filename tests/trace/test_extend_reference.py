@@ -235,22 +235,19 @@ def test_repeat_step_is_the_reference_on_hand_made_runs(kw, extra):
     assert_same(_steps(5, **kw), extra)
 
 
-def test_the_plain_event_constructor_gives_the_same_run(monkeypatch):
-    # the fast path sets an Event's slots directly; without it (a changed Event) the
-    # plain constructor is used, with the same result
-    assert extend._FAST_EVENTS
-    dt = _steps(4)
-    fast = repeat_step(dt, 20)
-    monkeypatch.setattr(extend, "_FAST_EVENTS", False)
-    assert repeat_step(dt, 20).events == fast.events == reference_repeat_step(dt, 20).events
-    made = extend._events([Action.ALLOC, Action.FREE], [4096, 1 << 70], [3, 0], [0, 1])
-    monkeypatch.setattr(extend, "_FAST_EVENTS", True)
-    fast_made = extend._events([Action.ALLOC, Action.FREE], [4096, 1 << 70], [3, 0], [0, 1])
-    assert fast_made == made == [Event(Action.ALLOC, 4096, 3, 0), Event(Action.FREE, 1 << 70, 0, 1)]
-    assert [hash(e) for e in fast_made] == [hash(e) for e in made]
-    assert [repr(e) for e in fast_made] == [repr(e) for e in made]
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        fast_made[0].address = 1
+def test_events_made_in_bulk_leave_the_garbage_collector_as_it_was():
+    """The collector is paused while the copies' events are made, and put back as it was."""
+    import gc
+
+    want = [Event(Action.ALLOC, 4096, 3, 0), Event(Action.FREE, 1 << 70, 0, 1)]
+    was = gc.isenabled()
+    try:
+        for enabled in (True, False):
+            (gc.enable if enabled else gc.disable)()
+            assert extend._events([Action.ALLOC, Action.FREE], [4096, 1 << 70], [3, 0], [0, 1]) == want
+            assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
 
 
 # --------------------------------------------------------------------------- held-out traces
