@@ -6,7 +6,7 @@
 
 Standard library only, and loaded by its path (``tests/shared_traces.py``,
 ``benchmarks/bench_policy.py``): it imports nothing from memtune, the tests or the
-benchmarks. The directory ``ninth/`` beside it is never read.
+benchmarks. A directory beside it other than ``rerun/`` (a set kept unseen) is never read.
 """
 
 from __future__ import annotations
