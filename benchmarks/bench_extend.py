@@ -1,6 +1,6 @@
 """Longer runs: ``memtune.trace.extend.repeat_step`` (a recorded run with its step played
-N more times) against the event-by-event algorithm it replaced, kept here as the
-baseline and measured in the same run on the same device stream. Both outputs are
+N more times) against the event-by-event algorithm it replaced (tests/extend_reference.py),
+the baseline, measured in the same run on the same device stream. Both outputs are
 checked equal.
 
 Both look the step up with ``find_step`` first, a cost that does not grow with N; the
@@ -11,7 +11,6 @@ table shows it, and the ratio of what is left once it is taken out.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 import time
@@ -30,62 +29,16 @@ CASES = [
 ]
 
 
-def reference_repeat_step(dt, extra_steps: int, *, min_period: int = 2):
-    """repeat_step before it was made fast (commit 7c0fc3d): one event at a time."""
-    from memtune.errors import MemtuneError
-    from memtune.trace.model import Action, Event
-    from memtune.trace.plan import FREE, find_step, tokenize
+def _reference():
+    """The event-by-event repeat_step it replaced (tests/extend_reference.py, the tests'
+    reference too), imported by its path."""
+    import importlib.util
 
-    events = dt.events
-    per, _template = find_step(events, min_period=min_period)
-    if per is None:
-        raise MemtuneError(f"device {dt.device}: no repeating step found in {len(events)} events "
-                           f"(no step markers, and no period of at least {min_period} allocations and frees "
-                           f"that repeats); there is nothing to repeat")
-    at = [i for i, ev in enumerate(events) if ev.action in (Action.ALLOC, Action.FREE)]
-    toks, keys = tokenize(events)
-    dist = [keys[t][1] if keys[t][0] == FREE else None for t in toks.tolist()]
-    last = per.start + (per.count - 1) * per.length
-    lo = at[last]
-    hi = at[last + per.length] if last + per.length < len(at) else len(events)
-    token_at = {i: k for k, i in enumerate(at)}
-    span = 1 + max([ev.address + max(ev.size, 1) for ev in events] +
-                   [a + max(n, 1) for a, n, _s in dt.initial_live()] + [0])
-    base = -(-span // 4096) * 4096
-    out = []
-    live: dict[int, tuple[int, int, int]] = {}
-    q = 0
-    parts = [range(lo)] + [range(lo, hi)] * (1 + extra_steps) + [range(hi, len(events))]
-    for n, part in enumerate(parts):
-        closing = n == len(parts) - 1
-        for i in part:
-            ev = events[i]
-            k = token_at.get(i)
-            if k is None:
-                out.append(ev)
-                continue
-            if ev.action is Action.ALLOC:
-                a = ev.address if q < last else base + 512 * q
-                live[q] = (a, ev.size, ev.stream)
-                out.append(ev if a == ev.address else Event(Action.ALLOC, a, ev.size, ev.stream))
-            else:
-                d = dist[k]
-                if d is None:
-                    if q != k:
-                        raise MemtuneError(f"device {dt.device}: the step frees a block allocated before the "
-                                           f"recording began; repeating it would free that block again")
-                    out.append(ev)
-                else:
-                    got = live.pop(k - d if closing and k - d < last else q - d, None)
-                    want = events[at[k - d]]
-                    if got is None or got[1:] != (want.size, want.stream):
-                        raise MemtuneError(
-                            f"device {dt.device}: the step frees a block allocated {d} allocations and frees "
-                            f"before, where the repeated run has no such block (it reaches back before the "
-                            f"part of the stream that repeats); cannot repeat this step")
-                    out.append(ev if got[0] == ev.address else Event(Action.FREE, got[0], ev.size, ev.stream))
-            q += 1
-    return dataclasses.replace(dt, events=out)
+    spec = importlib.util.spec_from_file_location("extend_reference", REPO / "tests" / "extend_reference.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.reference_repeat_step
 
 
 def timed(fn, repeat: int) -> tuple[float, object]:
@@ -99,6 +52,7 @@ def timed(fn, repeat: int) -> tuple[float, object]:
 
 
 def main(quick: bool) -> None:
+    reference_repeat_step = _reference()
     import memtune
     import memtune.trace.plan as plan
     from memtune.trace.extend import repeat_step
