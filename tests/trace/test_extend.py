@@ -82,6 +82,8 @@ def test_a_real_run_repeats_its_step():
     # the step found in the longer run is the same step, repeated 7 more times
     per2, _ = find_step(longer.events)
     assert (per2.length, per2.count) == (per.length, per.count + 7)
+    # a step already found is not looked for again, and gives the same run
+    assert repeat_step(dt, 7, period=per).events == longer.events
 
 
 def test_bad_requests_are_refused_with_the_reason():

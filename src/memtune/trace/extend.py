@@ -14,17 +14,21 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from memtune.errors import MemtuneError
 from memtune.trace.model import Action, DeviceTrace, Event
 
+if TYPE_CHECKING:
+    from memtune.trace.plan import Period
+
 __all__ = ["repeat_step"]
 
 
-def repeat_step(dt: DeviceTrace, extra_steps: int, *, min_period: int = 2) -> DeviceTrace:
+def repeat_step(dt: DeviceTrace, extra_steps: int, *, min_period: int = 2,
+                period: Period | None = None) -> DeviceTrace:
     """``dt`` with its last repetition of the step played ``extra_steps`` more times.
 
     The step is what :func:`memtune.trace.plan.find_step` finds: step markers, else
@@ -34,7 +38,8 @@ def repeat_step(dt: DeviceTrace, extra_steps: int, *, min_period: int = 2) -> De
     last repetition on get new addresses, above every address of the recording.
     Raises :class:`MemtuneError` when no step repeats, or when the step frees a
     block it cannot have allocated (a free that reaches back before the repeating
-    part of the stream).
+    part of the stream). ``period``: the step :func:`find_step` found for ``dt.events``
+    already (with this ``min_period``), so it is not looked for again.
     """
     if not isinstance(dt, DeviceTrace):
         raise TypeError(f"repeat_step needs a DeviceTrace (one device of a loaded trace, e.g. "
@@ -45,7 +50,7 @@ def repeat_step(dt: DeviceTrace, extra_steps: int, *, min_period: int = 2) -> De
     from memtune.trace.plan import ALLOC, FREE, find_step, tokenize
 
     events = dt.events
-    per, _template = find_step(events, min_period=min_period)
+    per = period if period is not None else find_step(events, min_period=min_period)[0]
     if per is None:
         raise MemtuneError(f"device {dt.device}: no repeating step found in {len(events)} events "
                            f"(no step markers, and no period of at least {min_period} allocations and frees "

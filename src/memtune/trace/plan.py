@@ -1301,7 +1301,7 @@ def analyze(trace, device: int | None = None, policies: Sequence[str] = ("memtun
                 rep.replays[pol] = _replay_summary(run_replay(tr, pol, device=dt.device)[0])
             if longer and per is not None:
                 try:
-                    long_dt = repeat_step(dt, longer, min_period=PlanSpec.min_period)
+                    long_dt = repeat_step(dt, longer, min_period=PlanSpec.min_period, period=per)
                 except MemtuneError:
                     long_dt = None  # (a step that frees blocks from before it: nothing to repeat)
                 if long_dt is not None:
