@@ -190,21 +190,10 @@ def resnet_train(*, steps: int, seed: int) -> float:
     64x64 RGB, batch 32), SGD momentum with weight decay, 3 steps."""
     torch.manual_seed(0)
 
-    class Block(nn.Module):
-        def __init__(self, cin: int, cout: int, stride: int) -> None:
-            super().__init__()
-            self.body = nn.Sequential(nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(),
-                                      nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout))
-            self.skip = (nn.Identity() if stride == 1 and cin == cout else
-                         nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout)))
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return torch.relu(self.body(x) + self.skip(x))
-
     layers: list[nn.Module] = [nn.Conv2d(3, 32, 3, 1, 1, bias=False), nn.BatchNorm2d(32), nn.ReLU()]
     cin = 32
     for cout, stride in ((32, 1), (64, 2), (128, 2)):
-        layers += [Block(cin, cout, stride), Block(cout, cout, 1)]
+        layers += [_ResidualBlock(cin, cout, stride), _ResidualBlock(cout, cout, 1)]
         cin = cout
     model = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(128, 100))
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4)
@@ -735,6 +724,21 @@ def checkpoint_train(*, steps: int, seed: int) -> float:
     gen = torch.Generator().manual_seed(22 + seed)
     batch = lambda: (torch.randn(2048, 512, generator=gen), torch.randn(2048, 512, generator=gen))  # noqa: E731
     return _train(model, batch, steps, nn.functional.mse_loss, opt)
+
+
+class _ResidualBlock(nn.Module):
+    """A ResNet basic block: two 3x3 Conv2d with BatchNorm, a 1x1 projection on the skip
+    when the shape changes, ReLU after the sum (resnet-train, moco-train)."""
+
+    def __init__(self, cin: int, cout: int, stride: int) -> None:
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(),
+                                  nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout))
+        self.skip = (nn.Identity() if stride == 1 and cin == cout else
+                     nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout)))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.body(x) + self.skip(x))
 
 
 class _CachedBlock(nn.Module):
@@ -2566,20 +2570,10 @@ def moco_train(*, steps: int, seed: int) -> float:
     torch.manual_seed(0)
     batch, size, dim, queue_len = 64, 32, 128, 65536
 
-    class Block(nn.Module):
-        def __init__(self, cin: int, cout: int, stride: int) -> None:
-            super().__init__()
-            self.body = nn.Sequential(nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(),
-                                      nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout))
-            self.skip = (nn.Identity() if stride == 1 and cin == cout else
-                         nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout)))
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return nn.functional.relu(self.body(x) + self.skip(x))
-
     def encoder() -> nn.Sequential:
         return nn.Sequential(nn.Conv2d(3, 64, 3, 1, 1, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
-                             Block(64, 64, 1), Block(64, 128, 2), Block(128, 256, 2), nn.AdaptiveAvgPool2d(1),
+                             _ResidualBlock(64, 64, 1), _ResidualBlock(64, 128, 2), _ResidualBlock(128, 256, 2),
+                             nn.AdaptiveAvgPool2d(1),
                              nn.Flatten(), nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, dim))
 
     query_enc = encoder()
