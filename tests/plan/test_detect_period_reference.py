@@ -1,4 +1,4 @@
-"""detect_period against the algorithm it replaced (kept here as the reference).
+"""detect_period against the algorithm it replaced (tests/reference_algorithms.py).
 
 detect_period measures the runs of only the periods whose bound on coverage can still
 matter, and compares tokens in the smallest integer type that holds them; the period
@@ -8,47 +8,20 @@ it returns must be the reference's exactly.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import memtune
-from memtune.trace.plan import Period, detect_period, step_tokens, tokenize
+from memtune.trace.plan import detect_period, step_tokens, tokenize
+from reference_algorithms import reference_detect_period
 
 REPO = Path(__file__).resolve().parents[2]
-#: the held-out traces whose tokens the reference goes through in a few seconds (not ninth/:
-#: kept unseen); the larger ones (ppo-train, ssm-train, ...) were compared once by hand
+#: the held-out traces whose tokens the reference goes through in a few seconds (not a set
+#: kept unseen in a directory of its own); the larger ones (ppo-train, ssm-train, ...) were compared once by hand
 HELDOUT = [p for p in sorted((REPO / "benchmarks" / "heldout").glob("*.jsonl.gz"))
            if p.stat().st_size < 250_000]
-
-
-def reference_detect_period(tokens: Sequence[int] | np.ndarray, min_period: int = 2, max_period: int | None = None,
-                            min_count: int = 2) -> Period | None:
-    """detect_period as it was before it was made fast (commit 7c0fc3d): every period's runs."""
-    a = np.asarray(tokens, dtype=np.int64)
-    n = len(a)
-    hi = n // min_count if max_period is None else min(max_period, n // min_count)
-    found: list[tuple[int, int, int]] = []  # (coverage, p, start)
-    for p in range(max(1, min_period), hi + 1):
-        m = a[:-p] == a[p:]
-        if not m[: n - p].any():
-            continue
-        d = np.diff(np.concatenate(([0], m.view(np.int8), [0])))
-        starts = np.flatnonzero(d == 1)
-        ends = np.flatnonzero(d == -1)
-        runs = ends - starts
-        k = int(np.argmax(runs))
-        run = int(runs[k])
-        reps = (run + p) // p
-        if reps >= min_count:
-            found.append((reps * p, p, int(starts[k])))
-    if not found:
-        return None
-    best = max(c for c, _p, _s in found)
-    cov, p, s = min((f for f in found if f[0] >= 0.9 * best), key=lambda f: f[1])
-    return Period(s, p, cov // p)
 
 
 def _same(tokens, **kw) -> None:

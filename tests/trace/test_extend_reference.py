@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import memtune
 import memtune.trace.extend as extend
-from extend_reference import reference_repeat_step
+from reference_algorithms import reference_repeat_step
 from memtune.errors import MemtuneError
 from memtune.trace.extend import repeat_step
 from memtune.trace.model import Action, BlockState, DeviceTrace, Event, SegmentState

@@ -1,15 +1,21 @@
-"""The event-by-event ``repeat_step`` that ``memtune.trace.extend`` replaced (commit 7c0fc3d).
+"""The algorithms that faster versions replaced (as of commit 7c0fc3d), kept as references.
 
-Kept as the reference: tests/trace/test_extend_reference.py checks the fast version gives
-the same runs, and benchmarks/bench_extend.py measures it as the baseline.
+``reference_repeat_step`` (event by event) and ``reference_detect_period`` (every period's
+runs measured). tests/trace/test_extend_reference.py and tests/plan/test_detect_period_reference.py
+check that the fast versions give the same results; benchmarks/bench_extend.py measures these
+as the baselines.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from typing import Sequence
+
+import numpy as np
 
 from memtune.errors import MemtuneError
 from memtune.trace.model import Action, DeviceTrace, Event
+from memtune.trace.plan import Period
 
 
 def reference_repeat_step(dt: DeviceTrace, extra_steps: int, *, min_period: int = 2) -> DeviceTrace:
@@ -72,3 +78,30 @@ def reference_repeat_step(dt: DeviceTrace, extra_steps: int, *, min_period: int 
                     out.append(ev if got[0] == ev.address else Event(Action.FREE, got[0], ev.size, ev.stream))
             q += 1
     return dataclasses.replace(dt, events=out)
+
+
+def reference_detect_period(tokens: Sequence[int] | np.ndarray, min_period: int = 2, max_period: int | None = None,
+                            min_count: int = 2) -> Period | None:
+    """detect_period as it was before it was made fast (commit 7c0fc3d): every period's runs."""
+    a = np.asarray(tokens, dtype=np.int64)
+    n = len(a)
+    hi = n // min_count if max_period is None else min(max_period, n // min_count)
+    found: list[tuple[int, int, int]] = []  # (coverage, p, start)
+    for p in range(max(1, min_period), hi + 1):
+        m = a[:-p] == a[p:]
+        if not m[: n - p].any():
+            continue
+        d = np.diff(np.concatenate(([0], m.view(np.int8), [0])))
+        starts = np.flatnonzero(d == 1)
+        ends = np.flatnonzero(d == -1)
+        runs = ends - starts
+        k = int(np.argmax(runs))
+        run = int(runs[k])
+        reps = (run + p) // p
+        if reps >= min_count:
+            found.append((reps * p, p, int(starts[k])))
+    if not found:
+        return None
+    best = max(c for c, _p, _s in found)
+    cov, p, s = min((f for f in found if f[0] >= 0.9 * best), key=lambda f: f[1])
+    return Period(s, p, cov // p)
