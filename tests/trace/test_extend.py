@@ -10,7 +10,7 @@ import memtune
 from memtune.errors import MemtuneError
 from memtune.trace.extend import repeat_step
 from memtune.trace.model import Action, DeviceTrace, Event
-from memtune.trace.plan import find_step, tokenize
+from memtune.trace.plan import Period, find_step, tokenize
 
 REPO = Path(__file__).resolve().parents[2]
 VGG = REPO / "benchmarks" / "heldout" / "vgg-train.jsonl.gz"
@@ -95,6 +95,14 @@ def test_bad_requests_are_refused_with_the_reason():
         repeat_step(_run(4), 2, min_period=0)
     with pytest.raises(TypeError, match="needs a DeviceTrace .* got str"):
         repeat_step("trace.jsonl.gz", 2)
+    run = _run(4)
+    per, _ = find_step(run.events)
+    n = sum(1 for e in run.events if e.action in (Action.ALLOC, Action.FREE))
+    for bad in ((per.start, per.length, per.count),  # not a Period
+                Period(per.start, per.length, per.count + 50),  # past the stream's end
+                Period(-1, per.length, per.count), Period(per.start, 0, per.count)):
+        with pytest.raises(ValueError, match=f"period must be a Period .* within its {n} allocations"):
+            repeat_step(run, 2, period=bad)
     no_step = _trace([("a", "a", 100), ("a", "b", 200), ("f", "a"), ("f", "b")])
     with pytest.raises(MemtuneError, match="no repeating step found in 4 events"):
         repeat_step(no_step, 3)

@@ -47,18 +47,22 @@ def repeat_step(dt: DeviceTrace, extra_steps: int, *, min_period: int = 2,
     for name, value, low in (("extra_steps", extra_steps, 0), ("min_period", min_period, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ValueError(f"{name} must be a whole number >= {low}; got {value!r}")
-    from memtune.trace.plan import ALLOC, FREE, find_step, tokenize
+    from memtune.trace.plan import ALLOC, FREE, Period, find_step, tokenize
 
     events = dt.events
+    # event index of each ALLOC/FREE (the positions find_step counts in), and each free's
+    # distance back to its allocation as tokenize() counts it (None: an alloc, or a block
+    # from before the stream)
+    at = [i for i, ev in enumerate(events) if ev.action in (Action.ALLOC, Action.FREE)]
+    if period is not None and not (isinstance(period, Period) and period.length >= 1 and period.count >= 1
+                                   and period.start >= 0 and period.end <= len(at)):
+        raise ValueError(f"period must be a Period that find_step found for this stream, within its {len(at)} "
+                         f"allocations and frees (start >= 0, length and count >= 1); got {period!r}")
     per = period if period is not None else find_step(events, min_period=min_period)[0]
     if per is None:
         raise MemtuneError(f"device {dt.device}: no repeating step found in {len(events)} events "
                            f"(no step markers, and no period of at least {min_period} allocations and frees "
                            f"that repeats); there is nothing to repeat")
-    # event index of each ALLOC/FREE (the positions find_step counts in), and each free's
-    # distance back to its allocation as tokenize() counts it (None: an alloc, or a block
-    # from before the stream)
-    at = [i for i, ev in enumerate(events) if ev.action in (Action.ALLOC, Action.FREE)]
     toks, keys = tokenize(events)
     dist = [keys[t][1] if keys[t][0] == FREE else None for t in toks.tolist()]
     last = per.start + (per.count - 1) * per.length
