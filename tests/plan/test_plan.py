@@ -375,6 +375,15 @@ def test_a_long_step_is_planned_a_repetition_sooner_than_a_short_one():
     assert long_at < short_at
 
 
+@pytest.mark.parametrize("field, value", [("long_step_repeats", 1), ("min_repeats", 1), ("long_step", -1),
+                                          ("min_repeats", 2.5), ("check_every", True), ("pack_rounds", None)])
+def test_plan_spec_refuses_a_bad_setting_naming_it(field, value):
+    with pytest.raises(ValueError, match=f"PlanSpec 'memtune-plan': {field} must be a whole number >= .*; got {value!r}"):
+        PlanSpec(**{field: value})
+    with pytest.raises(ValueError, match=r"max_period \(2\) is below min_period \(4\)"):
+        PlanSpec(min_period=4, max_period=2)
+
+
 def test_a_tiny_workload_keeps_exact_allocations_under_plan_mode():
     """A workload in the online policy's tiny phase is not planned: its exact
     allocations, cached by size, already serve every step without a device call.

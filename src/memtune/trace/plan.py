@@ -193,7 +193,6 @@ def detect_period(tokens: Sequence[int] | np.ndarray, min_period: int = 2, max_p
             best = max(best, reps * p)
     if not found:
         return None
-    best = max(c for c, _p, _s in found)
     cov, p, s = min((f for f in found if f[0] >= 0.9 * best), key=lambda f: f[1])
     return Period(s, p, cov // p)
 
@@ -396,6 +395,17 @@ class PlanSpec:
     #: from the first allocation while the run follows it (None: learn online only)
     run_plan: Any = None
     settings: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # (a step must be seen at least twice: one sighting is no repetition)
+        for name, low in (("min_period", 1), ("max_period", 1), ("check_every", 1), ("min_repeats", 2),
+                          ("long_step", 0), ("long_step_repeats", 2), ("alignment", 1), ("pack_rounds", 0)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"PlanSpec {self.name!r}: {name} must be a whole number >= {low}; got {value!r}")
+        if self.max_period < self.min_period:
+            raise ValueError(f"PlanSpec {self.name!r}: max_period ({self.max_period}) is below min_period "
+                             f"({self.min_period})")
 
     @property
     def engine(self) -> type:

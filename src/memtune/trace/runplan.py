@@ -1,9 +1,9 @@
 """Plans made from an earlier run: plan mode from the first allocation.
 
 Why: plan mode learns a step while the run goes, so it can serve a step only once it
-has seen it three times (twice for a long step). Live bytes first peak much earlier -- usually in the first
-step after the optimizer's state appears -- so the plan lowers later steps but never
-the run's peak. A training job is run again and again (restarts, resumes, sweeps), and
+has seen it three times (twice for a long step). Live bytes first peak much earlier --
+usually in the first step after the optimizer's state appears -- so the plan lowers
+later steps but never the run's peak. A training job is run again and again (restarts, resumes, sweeps), and
 its allocation sequence depends only on the program and its shapes. A plan made from
 one recorded run knows the whole sequence, and the next run can use it from its first
 allocation:
