@@ -29,6 +29,6 @@ def _manifest_module():
 
 
 manifest = _manifest_module()
-#: every run of the manifest, in its order (the capture script's: the demo set, then the sets
-#: first to eighth); ``HELDOUT_RUNS["vgg-train"]`` is one run
+#: every run of the manifest, in its order (the capture script's: the demo set, then the held-out
+#: sets in order); ``HELDOUT_RUNS["vgg-train"]`` is one run
 HELDOUT_RUNS = manifest.load()
