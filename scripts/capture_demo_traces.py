@@ -1612,6 +1612,32 @@ def beam_decode(*, steps: int, seed: int) -> float:
     return total
 
 
+class _MixerLayer(nn.Module):
+    """An MLP-Mixer layer over (batch, tokens, dim): a token-mixing MLP tokens-token_hidden-tokens
+    (GELU) on the transposed LayerNorm of the input and a channel-mixing MLP
+    dim-channel_hidden-dim (GELU) on the LayerNorm of the result, each added back as a residual;
+    with ``drop_path`` > 0, in training each residual branch is dropped per sample with that
+    probability (stochastic depth) and the kept ones scaled by 1 / (1 - drop_path)
+    (flat-adam-train, mlp-mixer-train)."""
+
+    def __init__(self, tokens: int, dim: int, token_hidden: int, channel_hidden: int, drop_path: float = 0.0) -> None:
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.tokens = nn.Sequential(nn.Linear(tokens, token_hidden), nn.GELU(), nn.Linear(token_hidden, tokens))
+        self.channels = nn.Sequential(nn.Linear(dim, channel_hidden), nn.GELU(), nn.Linear(channel_hidden, dim))
+        self.drop_path = drop_path
+
+    def _branch(self, y: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.drop_path == 0.0:
+            return y
+        keep = (torch.rand(y.shape[0], 1, 1) >= self.drop_path).to(y.dtype)
+        return y * keep / (1 - self.drop_path)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, tokens, dim)
+        x = x + self._branch(self.tokens(self.ln1(x).transpose(1, 2)).transpose(1, 2))
+        return x + self._branch(self.channels(self.ln2(x)))
+
+
 @_workload(default_steps=4)
 def flat_adam_train(*, steps: int, seed: int) -> float:
     """MLP-Mixer image classifier (64x64 RGB cut into 64 8x8 patches, a linear 192-256 patch
@@ -1626,22 +1652,11 @@ def flat_adam_train(*, steps: int, seed: int) -> float:
     every parameter is copied back from its slice; 4 steps."""
     torch.manual_seed(0)
 
-    class Mixer(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.ln1, self.ln2 = nn.LayerNorm(256), nn.LayerNorm(256)
-            self.tokens = nn.Sequential(nn.Linear(64, 128), nn.GELU(), nn.Linear(128, 64))
-            self.channels = nn.Sequential(nn.Linear(256, 1024), nn.GELU(), nn.Linear(1024, 256))
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, 64 tokens, 256)
-            x = x + self.tokens(self.ln1(x).transpose(1, 2)).transpose(1, 2)
-            return x + self.channels(self.ln2(x))
-
     class MixerNet(nn.Module):
         def __init__(self) -> None:
             super().__init__()
             self.embed = nn.Linear(192, 256)
-            self.layers = nn.Sequential(*(Mixer() for _ in range(8)))
+            self.layers = nn.Sequential(*(_MixerLayer(64, 256, 128, 1024) for _ in range(8)))
             self.norm, self.head = nn.LayerNorm(256), nn.Linear(256, 100)
 
         def forward(self, images: torch.Tensor) -> torch.Tensor:
@@ -2693,6 +2708,347 @@ def densenet_train(*, steps: int, seed: int) -> float:
     return _train(model, batch_fn, steps, nn.functional.cross_entropy, opt)
 
 
+@_workload(default_steps=8)
+def deq_train(*, steps: int, seed: int) -> float:
+    """Deep equilibrium model (DEQ) image classifier, batch 32 images of 32x32 RGB, 10 classes: a
+    stem (3x3 Conv2d 3-64, GroupNorm) gives the injection x, and the hidden state z (32 x 64 x
+    32 x 32) is the fixed point z = f(z, x) of one residual cell, f(z, x) = GroupNorm(relu(z +
+    GroupNorm(x + conv2(GroupNorm(relu(conv1(z))))))) with 3x3 Conv2d 64-64 (no bias) and
+    GroupNorm of 8 groups; the fixed point found under torch.no_grad() by Anderson acceleration
+    from z = 0 (memory 5, 24 evaluations of f: the last 5 iterates and their images kept in two
+    32 x 5 x 65536 buffers overwritten in place, a 6 x 6 bordered least-squares system solved
+    per image by torch.linalg.solve each iteration); then one step of f attached to the graph
+    from the detached fixed point, so the backward runs through that one step only (the
+    Jacobian-free one-step / phantom gradient, no implicit solve); GroupNorm, ReLU, global
+    average pooling, a linear 64-10, cross-entropy; fixed shapes, Adam, 8 steps."""
+    torch.manual_seed(0)
+    batch, channels, size, memory, evaluations = 32, 64, 32, 5, 24
+
+    class Cell(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv1 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+            self.conv2 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+            self.norm1, self.norm2, self.norm3 = (nn.GroupNorm(8, channels) for _ in range(3))
+
+        def forward(self, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+            y = self.norm1(torch.relu(self.conv1(z)))
+            return self.norm3(torch.relu(z + self.norm2(x + self.conv2(y))))
+
+    def anderson(f: Callable[[torch.Tensor], torch.Tensor], z0: torch.Tensor) -> torch.Tensor:
+        b = z0.shape[0]
+        xs, fs = torch.zeros(b, memory, z0[0].numel()), torch.zeros(b, memory, z0[0].numel())
+        xs[:, 0], fs[:, 0] = z0.flatten(1), f(z0).flatten(1)
+        xs[:, 1], fs[:, 1] = fs[:, 0], f(fs[:, 0].view_as(z0)).flatten(1)
+        h = torch.zeros(b, memory + 1, memory + 1)
+        h[:, 0, 1:] = h[:, 1:, 0] = 1
+        y = torch.zeros(b, memory + 1, 1)
+        y[:, 0] = 1
+        for k in range(2, evaluations):
+            n = min(k, memory)
+            g = fs[:, :n] - xs[:, :n]
+            h[:, 1:n + 1, 1:n + 1] = g @ g.transpose(1, 2) + 1e-4 * torch.eye(n)[None]
+            alpha = torch.linalg.solve(h[:, :n + 1, :n + 1], y[:, :n + 1])[:, 1:n + 1, 0]
+            xs[:, k % memory] = (alpha[:, None] @ fs[:, :n])[:, 0]
+            fs[:, k % memory] = f(xs[:, k % memory].view_as(z0)).flatten(1)
+        return fs[:, (evaluations - 1) % memory].view_as(z0)
+
+    class DEQ(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.stem = nn.Sequential(nn.Conv2d(3, channels, 3, padding=1, bias=False), nn.GroupNorm(8, channels))
+            self.cell = Cell()
+            self.head = nn.Sequential(nn.GroupNorm(8, channels), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                                      nn.Linear(channels, 10))
+
+        def forward(self, images: torch.Tensor) -> torch.Tensor:
+            x = self.stem(images)
+            with torch.no_grad():
+                z = anderson(lambda z: self.cell(z, x), torch.zeros_like(x))
+            return self.head(self.cell(z, x))  # one attached step from the fixed point
+
+    model = DEQ()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    gen = torch.Generator().manual_seed(57 + seed)
+    batch_fn = lambda: (torch.randn(batch, 3, size, size, generator=gen),  # noqa: E731
+                        torch.randint(0, 10, (batch,), generator=gen))
+    return _train(model, batch_fn, steps, nn.functional.cross_entropy, opt)
+
+
+@_workload(default_steps=8)
+def capsnet_train(*, steps: int, seed: int) -> float:
+    """Capsule network with dynamic routing (Sabour et al. 2017) on grey 28x28 images, batch 64, 10
+    classes: a 9x9 Conv2d 1-256 with ReLU (20x20), a primary-capsule 9x9 stride-2 Conv2d 256-256
+    read as 32 x 6 x 6 = 1152 capsules of 8 dimensions and squashed; every primary capsule's
+    prediction for every class capsule by a learned 1152 x 10 x 16 x 8 transform (einsum), so a
+    64 x 1152 x 10 x 16 prediction tensor; 3 routing iterations over it (coupling coefficients the
+    softmax over classes of the routing logits, class capsules the squashed coupling-weighted sum
+    of the predictions, the logits raised by the predictions' agreement with them), the gradient
+    taken through every iteration; the margin loss on the class capsules' lengths plus 0.0005 x a
+    reconstruction loss (summed squared error) of a decoder 160-512-1024-784 (ReLU, sigmoid) fed
+    the class capsules masked to the true class; the images and labels drawn from the data
+    generator, fixed shapes, Adam, 8 steps."""
+    torch.manual_seed(0)
+    batch, classes, capsules, routing = 64, 10, 1152, 3
+
+    def squash(s: torch.Tensor) -> torch.Tensor:
+        norm2 = s.pow(2).sum(-1, keepdim=True)
+        return norm2 / (1 + norm2) * s / (norm2 + 1e-8).sqrt()
+
+    class CapsNet(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Sequential(nn.Conv2d(1, 256, 9), nn.ReLU())
+            self.primary = nn.Conv2d(256, 32 * 8, 9, stride=2)
+            self.transform = nn.Parameter(0.01 * torch.randn(capsules, classes, 16, 8))
+            self.decoder = nn.Sequential(nn.Linear(16 * classes, 512), nn.ReLU(), nn.Linear(512, 1024), nn.ReLU(),
+                                         nn.Linear(1024, 784), nn.Sigmoid())
+
+        def forward(self, images: torch.Tensor) -> torch.Tensor:
+            b = images.shape[0]
+            u = squash(self.primary(self.conv(images)).view(b, 32, 8, 6, 6).permute(0, 1, 3, 4, 2)
+                       .reshape(b, capsules, 8))
+            u_hat = torch.einsum("njdk,bnk->bnjd", self.transform, u)  # (b, 1152, 10, 16)
+            logits = torch.zeros(b, capsules, classes)
+            for i in range(routing):
+                v = squash((logits.softmax(2)[..., None] * u_hat).sum(1))  # (b, 10, 16)
+                if i < routing - 1:
+                    logits = logits + (u_hat * v[:, None]).sum(-1)
+            return v
+
+    model = CapsNet()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    gen = torch.Generator().manual_seed(58 + seed)
+    total = 0.0
+    for _ in range(steps):
+        images = torch.rand(batch, 1, 28, 28, generator=gen)
+        labels = torch.randint(0, classes, (batch,), generator=gen)
+        opt.zero_grad(set_to_none=True)
+        v = model(images)
+        onehot = nn.functional.one_hot(labels, classes).float()
+        lengths = v.norm(dim=-1)
+        margin = (onehot * torch.relu(0.9 - lengths).pow(2)
+                  + 0.5 * (1 - onehot) * torch.relu(lengths - 0.1).pow(2)).sum(1).mean()
+        recon = model.decoder((v * onehot[..., None]).flatten(1))
+        loss = margin + 0.0005 * (recon - images.flatten(1)).pow(2).sum(1).mean()
+        loss.backward()
+        opt.step()
+        total += loss.item()
+    return total
+
+
+@_workload(default_steps=8)
+def bilstm_crf_train(*, steps: int, seed: int) -> float:
+    """BiLSTM-CRF sequence tagger (NER-style), batch 64 sentences padded to a fixed 64 tokens, 17
+    tags: an embedding of 30000 x 300, a 2-layer bidirectional LSTM of 256 per direction over all
+    64 positions (no packing), a linear 512-17 to emission scores, and a linear-chain CRF
+    (transition, start and end scores) whose negative log-likelihood takes the partition function
+    by the forward algorithm as a Python loop over the 63 later time steps (each a log-sum-exp
+    over the previous tag of a 64 x 17 x 17 score tensor, kept where the sentence has not ended)
+    minus the gold path's score; after each update the batch is decoded by Viterbi under
+    torch.no_grad() (a max over the previous tag per time step, the backpointers of every step
+    kept until the backtrace). The sentence lengths (16-64), tokens and tags drawn from the data
+    generator; fixed shapes (the lengths only mask), Adam, 8 steps."""
+    torch.manual_seed(0)
+    vocab, emb, hidden, tags, batch, length = 30000, 300, 256, 17, 64, 64
+
+    class Tagger(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(vocab, emb)
+            self.lstm = nn.LSTM(emb, hidden, num_layers=2, batch_first=True, bidirectional=True)
+            self.emit = nn.Linear(2 * hidden, tags)
+            self.trans = nn.Parameter(0.1 * torch.randn(tags, tags))  # trans[i, j]: tag i then tag j
+            self.start, self.end = nn.Parameter(torch.zeros(tags)), nn.Parameter(torch.zeros(tags))
+
+        def forward(self, ids: torch.Tensor) -> torch.Tensor:
+            return self.emit(self.lstm(self.emb(ids))[0])  # (B, L, tags)
+
+        def nll(self, em: torch.Tensor, gold: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+            alpha = self.start + em[:, 0]
+            for t in range(1, em.shape[1]):
+                step = torch.logsumexp(alpha[:, :, None] + self.trans + em[:, t, None], 1)
+                alpha = torch.where(mask[:, t, None], step, alpha)
+            log_z = torch.logsumexp(alpha + self.end, 1)
+            last = gold.gather(1, mask.sum(1, keepdim=True) - 1)[:, 0]
+            score = (self.start[gold[:, 0]] + (em.gather(2, gold[..., None])[..., 0] * mask).sum(1)
+                     + (self.trans[gold[:, :-1], gold[:, 1:]] * mask[:, 1:]).sum(1) + self.end[last])
+            return (log_z - score).mean()
+
+        @torch.no_grad()
+        def viterbi(self, em: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+            best, pointers = self.start + em[:, 0], []
+            for t in range(1, em.shape[1]):
+                value, pointer = (best[:, :, None] + self.trans).max(1)
+                best = torch.where(mask[:, t, None], value + em[:, t], best)
+                pointers.append(pointer)
+            tag = (best + self.end).argmax(1)
+            path = [tag]
+            for t in range(em.shape[1] - 1, 0, -1):
+                tag = torch.where(mask[:, t], pointers[t - 1].gather(1, tag[:, None])[:, 0], tag)
+                path.append(tag)
+            return torch.stack(path[::-1], 1)
+
+    model = Tagger()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    gen = torch.Generator().manual_seed(59 + seed)
+    positions = torch.arange(length)
+    total = 0.0
+    for _ in range(steps):
+        lengths = torch.randint(16, length + 1, (batch,), generator=gen)
+        mask = positions < lengths[:, None]
+        ids = torch.randint(1, vocab, (batch, length), generator=gen) * mask
+        gold = torch.randint(0, tags, (batch, length), generator=gen) * mask
+        opt.zero_grad(set_to_none=True)
+        em = model(ids)
+        loss = model.nll(em, gold, mask)
+        loss.backward()
+        opt.step()
+        accuracy = ((model.viterbi(em.detach(), mask) == gold) & mask).sum() / mask.sum()
+        total += loss.item() + accuracy.item()
+    return total
+
+
+@_workload(default_steps=8)
+def mlp_mixer_train(*, steps: int, seed: int) -> float:
+    """MLP-Mixer image classifier trained with the Mixer paper's recipe, batch 16 images of
+    224x224 RGB, 100 classes: a 16x16 stride-16 Conv2d patch embedding 3-256 (196 tokens), 8 mixer
+    layers (a token-mixing MLP 196-128-196 and a channel-mixing MLP 256-1024-256, GELU, pre-norm
+    LayerNorm and residuals, each residual branch dropped per sample by stochastic depth rising
+    from 0 to 0.1 over the layers), LayerNorm, global average pooling, a linear 256-100; mixup of
+    each batch with a permutation of itself (the weight and the permutation drawn from the data
+    generator) and cross-entropy with label smoothing 0.1 against both label sets; the gradient's
+    global norm clipped to 1, then AdamW (weight decay 0.05) with per-parameter state; fixed
+    shapes, 8 steps."""
+    torch.manual_seed(0)
+    batch, size, patch, dim, layers, classes = 16, 224, 16, 256, 8, 100
+    tokens = (size // patch) ** 2
+
+    class Mixer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed = nn.Conv2d(3, dim, patch, stride=patch)
+            self.layers = nn.Sequential(*(_MixerLayer(tokens, dim, 128, 1024, drop_path=0.1 * i / (layers - 1))
+                                          for i in range(layers)))
+            self.norm, self.head = nn.LayerNorm(dim), nn.Linear(dim, classes)
+
+        def forward(self, images: torch.Tensor) -> torch.Tensor:
+            x = self.embed(images).flatten(2).transpose(1, 2)  # (B, 196 tokens, dim)
+            return self.head(self.norm(self.layers(x)).mean(1))
+
+    model = Mixer()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.05)
+    gen = torch.Generator().manual_seed(60 + seed)
+    total = 0.0
+    for _ in range(steps):
+        images = torch.randn(batch, 3, size, size, generator=gen)
+        labels = torch.randint(0, classes, (batch,), generator=gen)
+        lam, perm = float(torch.rand((), generator=gen)), torch.randperm(batch, generator=gen)
+        opt.zero_grad(set_to_none=True)
+        out = model(lam * images + (1 - lam) * images[perm])
+        loss = (lam * nn.functional.cross_entropy(out, labels, label_smoothing=0.1)
+                + (1 - lam) * nn.functional.cross_entropy(out, labels[perm], label_smoothing=0.1))
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        total += loss.item()
+    return total
+
+
+@_workload(default_steps=8)
+def hypernet_train(*, steps: int, seed: int) -> float:
+    """Task-conditioned chunked hypernetwork (von Oswald et al. 2020) generating the weights of a
+    target MLP 512-1024-1024-10 (1585162 weights) every step: a table of 100 task embeddings and
+    97 learned chunk embeddings (64 each) go through a shared MLP 128-256-256-16384 (ReLU), each
+    task's 97 chunks of 16384 concatenated and cut into the target's weights and biases (views of
+    one 97 x 16384 output per task); each step a meta-batch of 12 tasks drawn from the data
+    generator, all 12 tasks' weights generated in one pass (12 x 97 x 16384), then for each task
+    the target run with torch.func.functional_call on those weights (the target module itself on
+    the meta device, so it holds no weights) over that task's batch of 256 inputs of 512
+    features, cross-entropy summed over the tasks (every task's generated weights and target
+    activations alive until the backward); gradients reach only the hypernetwork and the
+    embeddings; fixed shapes, Adam, 8 steps."""
+    torch.manual_seed(0)
+    n_tasks, meta_batch, emb, chunk, per_task = 100, 12, 64, 16384, 256
+    with torch.device("meta"):
+        target = nn.Sequential(nn.Linear(512, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
+    shapes = {name: p.shape for name, p in target.named_parameters()}
+    sizes = [s.numel() for s in shapes.values()]
+    chunks = -(-sum(sizes) // chunk)
+
+    class HyperNet(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.tasks = nn.Embedding(n_tasks, emb)
+            self.chunks = nn.Parameter(torch.randn(chunks, emb))
+            self.mlp = nn.Sequential(nn.Linear(2 * emb, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                                     nn.Linear(256, chunk))
+            nn.init.normal_(self.mlp[-1].weight, std=0.02 / emb ** 0.5)
+            nn.init.zeros_(self.mlp[-1].bias)
+
+        def forward(self, task_ids: torch.Tensor) -> list[dict[str, torch.Tensor]]:
+            t = self.tasks(task_ids)[:, None].expand(-1, chunks, -1)
+            flat = self.mlp(torch.cat([t, self.chunks.expand(len(task_ids), -1, -1)], -1)).flatten(1)
+            return [{name: w.view(s) for (name, s), w in zip(shapes.items(), row[:sum(sizes)].split(sizes))}
+                    for row in flat]
+
+    hyper = HyperNet()
+    opt = torch.optim.Adam(hyper.parameters(), lr=1e-4)
+    gen = torch.Generator().manual_seed(61 + seed)
+    total = 0.0
+    for _ in range(steps):
+        task_ids = torch.randint(0, n_tasks, (meta_batch,), generator=gen)
+        xs = torch.randn(meta_batch, per_task, 512, generator=gen)
+        ys = torch.randint(0, 10, (meta_batch, per_task), generator=gen)
+        opt.zero_grad(set_to_none=True)
+        loss = sum(nn.functional.cross_entropy(torch.func.functional_call(target, weights, (x,)), y)
+                   for weights, x, y in zip(hyper(task_ids), xs, ys))
+        loss.backward()
+        opt.step()
+        total += loss.item()
+    return total
+
+
+@_workload(default_steps=12)
+def triplet_mining_train(*, steps: int, seed: int) -> float:
+    """Metric learning with a triplet loss and online hard-negative mining, batch 128 images of
+    32x32 RGB in P x K form (32 identities of 1000 drawn per step, 4 images each, an identity's
+    images its fixed prototype plus noise, all from the data generator): an embedding CNN (3x3
+    Conv2d 3-32 with BatchNorm and ReLU, residual blocks 32-64-128-256 each of stride 2, 32x32
+    to 4x4, global average pooling, a linear 256-128, L2-normalized); the 128 x 128 distance
+    matrix, and under no_grad every (anchor, positive, negative) triplet of the batch whose
+    negative violates the margin (d(a, n) < d(a, p) + 0.2: the hard and semi-hard negatives)
+    taken by nonzero of a 128 x 128 x 128 mask; the mined triplets' embeddings gathered (3
+    tensors of N x 128) and the mean hinge loss over them, N following the data and the model,
+    so the loss tensors' shapes change every step by design; SGD with momentum, 12 steps."""
+    torch.manual_seed(0)
+    identities, per_id, size, dim, margin, pool = 32, 4, 32, 128, 0.2, 1000
+    model = nn.Sequential(nn.Conv2d(3, 32, 3, 1, 1, bias=False), nn.BatchNorm2d(32), nn.ReLU(),
+                          _ResidualBlock(32, 64, 2), _ResidualBlock(64, 128, 2), _ResidualBlock(128, 256, 2),
+                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(256, dim))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    gen = torch.Generator().manual_seed(62 + seed)
+    prototypes = torch.randn(pool, 3, size, size, generator=gen)
+    total = 0.0
+    for _ in range(steps):
+        ids = torch.randperm(pool, generator=gen)[:identities].repeat_interleave(per_id)
+        images = prototypes[ids] + 0.5 * torch.randn(len(ids), 3, size, size, generator=gen)
+        opt.zero_grad(set_to_none=True)
+        e = nn.functional.normalize(model(images), dim=1)
+        with torch.no_grad():
+            d = torch.cdist(e, e)
+            same = ids[:, None] == ids[None]
+            positive = same & ~torch.eye(len(ids), dtype=torch.bool)
+            a, p, n = (positive[:, :, None] & ~same[:, None, :]
+                       & (d[:, None, :] < d[:, :, None] + margin)).nonzero(as_tuple=True)
+        loss = torch.relu((e[a] - e[p]).pow(2).sum(1) - (e[a] - e[n]).pow(2).sum(1) + margin).mean() \
+            if len(a) else e.sum() * 0
+        loss.backward()
+        opt.step()
+        total += loss.item()
+    return total
+
+
 WORKLOADS: dict[str, Workload] = {
     "mlp-train": mlp_train,
     "cnn-train": cnn_train,
@@ -2802,6 +3158,20 @@ HELDOUT: dict[str, Workload] = {
     "moco-train": moco_train,
     "textcnn-bucket-train": textcnn_bucket_train,
     "densenet-train": densenet_train,
+    # the eleventh set, captured after the tenth set was measured and committed (in eleventh/)
+    # before it is measured, to check the next change: a fixed-point solve run without autograd
+    # (Anderson history buffers overwritten in place) followed by one attached step, dynamic
+    # routing iterations over a large prediction tensor, a CRF forward algorithm and Viterbi
+    # decode as Python loops over time steps, token- and channel-mixing MLPs with stochastic
+    # depth, mixup and gradient clipping, a hypernetwork generating a target network's weights
+    # every step for functional calls, online triplet mining whose number of triplets follows
+    # the data (shapes change every step)
+    "deq-train": deq_train,
+    "capsnet-train": capsnet_train,
+    "bilstm-crf-train": bilstm_crf_train,
+    "mlp-mixer-train": mlp_mixer_train,
+    "hypernet-train": hypernet_train,
+    "triplet-mining-train": triplet_mining_train,
 }
 
 
