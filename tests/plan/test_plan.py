@@ -376,7 +376,8 @@ def test_a_long_step_is_planned_a_repetition_sooner_than_a_short_one():
 
 
 @pytest.mark.parametrize("field, value", [("long_step_repeats", 1), ("min_repeats", 1), ("long_step", -1),
-                                          ("min_repeats", 2.5), ("check_every", True), ("pack_rounds", None)])
+                                          ("short_serve", 0), ("min_repeats", 2.5), ("check_every", True),
+                                          ("pack_rounds", None)])
 def test_plan_spec_refuses_a_bad_setting_naming_it(field, value):
     with pytest.raises(ValueError, match=f"PlanSpec 'memtune-plan': {field} must be a whole number >= .*; got {value!r}"):
         PlanSpec(**{field: value})
@@ -473,6 +474,28 @@ def test_a_pattern_left_before_one_cycle_is_not_planned_again():
     b._failed = Forgetful()
     drive(b, evs)
     assert b.plans_made == b.deviations == 8  # one failed take-over per step
+    calls = lambda x: x.memory_stats()["num_device_alloc"] + x.memory_stats()["num_device_free"]  # noqa: E731
+    assert calls(a) < calls(b)
+    assert a.memory_stats()["reserved_bytes.all.peak"] <= b.memory_stats()["reserved_bytes.all.peak"]
+
+
+def test_a_pattern_left_twice_within_two_cycles_is_not_planned_again():
+    """With 8 identical layers a step, plan mode learns the layer pattern, serves it for
+    more than one cycle and less than two, and the stream leaves it at the backward.
+    Left like that twice, it is a pattern inside the step, not the step: it is not
+    planned again, where every step would otherwise cost a take-over (the online
+    policy's free pages given back) and a deviation."""
+    evs = _layers_then_varying_backward(steps=8, layers=8)
+
+    def run(short_serve: int) -> PlanAllocator:
+        spec = PlanSpec(online=ArenaSpec(page=16 * KiB), min_period=2, check_every=1, short_serve=short_serve)
+        a = PlanAllocator(spec, SimulatedDevice(1 << 40))
+        drive(a, evs)
+        return a
+
+    a, b = run(2), run(1)  # short_serve=1: only a plan left within one cycle counts
+    assert b.plans_made == b.deviations == 8
+    assert a.plans_made == a.deviations == 2
     calls = lambda x: x.memory_stats()["num_device_alloc"] + x.memory_stats()["num_device_free"]  # noqa: E731
     assert calls(a) < calls(b)
     assert a.memory_stats()["reserved_bytes.all.peak"] <= b.memory_stats()["reserved_bytes.all.peak"]
