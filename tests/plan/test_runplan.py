@@ -392,8 +392,8 @@ def test_memtune_plan_save_needs_one_device(shared_trace_path, tmp_path, capsys)
 # ---------------------------------------------------------------- a later run of real programs
 
 #: fixed-shape runs: a later run (twice the steps, other data) follows the recording. Every such
-#: run of benchmarks/heldout/manifest.toml, in its order (the demo set, then the sets first to
-#: eighth, each measured once as it came or as the manifest says).
+#: run of benchmarks/heldout/manifest.toml, in its order (the demo set, then the held-out sets,
+#: each measured once as it came or as the manifest says).
 FIXED_SHAPES = [r.name for r in HELDOUT_RUNS if r.fixed_shapes and r.rerun]
 #: the sixth set's distill-train and txl-train: their later runs are served by the plan to the
 #: end, but above 1.02 (measured: distill 1.0231, txl 1.0255 x the bound). Their recordings
@@ -410,9 +410,10 @@ EIGHTH_ABOVE = {"conformer-train": "eighth set: 1.0113 x the bound, a page above
 NINTH_ABOVE = {"vqvae-train": "ninth set: 1.0452 x the bound (the recording packs at 1.0451)"}
 #: 2 MiB pages cannot hold mlp-train's 36.8 MiB within 2 %: 19 pages are 1.032 x its bound
 PAGE_FLOOR = {"mlp-train"}
-#: the recording itself packs above 1 % of its bound (measured: gan 1.0156, vae 1.0130);
-#: a later run is still served within 2 % (1.0159, 1.0133) and within a page of the floor
-LOOSE_RECORDING = {"gan-train", "vae-train"}
+#: the recording itself packs above 1 % of its bound (measured: gan 1.0156, vae 1.0130, and the
+#: eleventh set's hypernet 1.0116); a later run is still served within 2 % (1.0159, 1.0133,
+#: 1.0164) and within a page of the floor
+LOOSE_RECORDING = {"gan-train", "vae-train", "hypernet-train"}
 #: the eighth set's ppo-train is left to BENCHMARKS.md's later-run table: its first run has no
 #: step, and packing its 72,000 buffers with 40 improvement rounds takes over two minutes
 LEFT_TO_BENCHMARKS = {"ppo-train"}

@@ -193,7 +193,8 @@ def test_memtune_reserves_no_more_than_any_caching_preset(trace_results, name):
         ("neural-ode-train.jsonl.gz", "1.0515"), ("pixelcnn-train.jsonl.gz", "1.094"),
         ("transe-train.jsonl.gz", "1.087"))},
     **{n: f"tenth set: {r}" for n, r in (
-        ("wgan-gp-train.jsonl.gz", "1.089"), ("textcnn-bucket-train.jsonl.gz", "1.083 (bucket lengths change every step)"))}}))
+        ("wgan-gp-train.jsonl.gz", "1.089"), ("textcnn-bucket-train.jsonl.gz", "1.083 (bucket lengths change every step)"))},
+    **{n: f"eleventh set: {r}" for n, r in (("deq-train.jsonl.gz", "1.155"), ("hypernet-train.jsonl.gz", "1.066"))}}))
 def test_memtune_within_5_percent_of_the_lower_bound(trace_results, name):
     bad = []
     for device, lb, per in trace_results(name):
@@ -253,7 +254,9 @@ CALLS_KNOWN_MISSES = {"lifetimes-pangu-2.6b.csv"}
     **{n: f"tenth set: {r}" for n, r in (
         ("wgan-gp-train.jsonl.gz", "284 calls, pytorch-cuda 27"), ("moco-train.jsonl.gz", "125 calls, pytorch-cuda 24"),
         ("textcnn-bucket-train.jsonl.gz", "66 calls, pytorch-cuda 19 (bucket lengths change every step)"),
-        ("densenet-train.jsonl.gz", "135 calls, pytorch-cuda 53"))}}))
+        ("densenet-train.jsonl.gz", "135 calls, pytorch-cuda 53"))},
+    **{n: f"eleventh set: {r}" for n, r in (
+        ("deq-train.jsonl.gz", "671 calls, pytorch-cuda 12"), ("hypernet-train.jsonl.gz", "139 calls, pytorch-cuda 22"))}}))
 def test_memtune_device_calls_at_most_twice_pytorch_cuda(trace_results, name):
     bad = []
     for device, _lb, per in trace_results(name):
@@ -402,7 +405,8 @@ EARLY_PEAK = "the peak falls in the first repeated step, served online while pla
                                   "clip-train.jsonl.gz", "conformer-train.jsonl.gz",
                                   "video-r2plus1d-train.jsonl.gz", "vqvae-train.jsonl.gz",
                                   "pixelcnn-train.jsonl.gz", "wgan-gp-train.jsonl.gz",
-                                  "realnvp-train.jsonl.gz", "moco-train.jsonl.gz", "densenet-train.jsonl.gz"])
+                                  "realnvp-train.jsonl.gz", "moco-train.jsonl.gz", "densenet-train.jsonl.gz",
+                                  "deq-train.jsonl.gz", "mlp-mixer-train.jsonl.gz", "hypernet-train.jsonl.gz"])
 def test_the_whole_run_plan_misses_peak_before_the_step_can_be_planned(name):
     """The reason given for the whole-run misses below is a measured fact: live bytes
     first peak in a repetition of the step that plan mode cannot have planned yet."""
@@ -443,6 +447,9 @@ def test_the_whole_run_plan_misses_peak_before_the_step_can_be_planned(name):
     **{n: f"tenth set: {EARLY_PEAK} ({r})" for n, r in (
         ("wgan-gp-train.jsonl.gz", "1.063; memtune 1.089"), ("realnvp-train.jsonl.gz", "1.042, as memtune"),
         ("moco-train.jsonl.gz", "1.045, as memtune"), ("densenet-train.jsonl.gz", "1.025, as memtune"))},
+    **{n: f"eleventh set: {EARLY_PEAK} ({r})" for n, r in (
+        ("deq-train.jsonl.gz", "1.047; memtune 1.155"), ("mlp-mixer-train.jsonl.gz", "1.025; memtune 1.039"),
+        ("hypernet-train.jsonl.gz", "1.066, as memtune"))},
 }))
 def test_whole_run_plan_mode_within_2_percent_where_a_step_repeats(trace_results, name):
     """Where a step repeats over at least half of a device's events, the whole
