@@ -701,12 +701,14 @@ class PlanAllocator:
         if a is None:
             return
         self.deviations += 1
-        if a.signature and self._pos - a.origin < a.plan.length:
-            self._failed.add(a.signature)
-        elif a.signature and self._pos - a.origin < self.spec.short_serve * a.plan.length:
-            self._short[a.signature] = n = self._short.get(a.signature, 0) + 1
-            if n >= 2:
+        if a.signature:
+            served = self._pos - a.origin
+            if served < a.plan.length:
                 self._failed.add(a.signature)
+            elif served < self.spec.short_serve * a.plan.length:
+                self._short[a.signature] = n = self._short.get(a.signature, 0) + 1
+                if n >= 2:
+                    self._failed.add(a.signature)
         a.serving = False
         self._active = None
         self._next_check = self._pos + self.spec.min_period
