@@ -121,19 +121,77 @@ def test_cyclic_improvement_rounds_keep_the_packing_valid_and_never_worse(interv
     assert again.peak == better.peak and list(again.offsets) == list(better.offsets)
 
 
-def test_cyclic_improvement_reaches_the_bound_where_the_greedy_orders_miss_it():
-    """A measured case: one step of the bundled MLP trace (two steps unrolled, buffers
-    across the cut). Every greedy order stops 2.4 % above the bound; one improvement
-    round gets within 0.3 %."""
-    from memtune.trace.plan import find_step, make_plan
+@settings(max_examples=60, deadline=None)
+@given(st.lists(cyclic_interval, min_size=1, max_size=30),
+       st.lists(st.tuples(st.integers(0, 39), st.integers(1, 12), st.integers(1, 3000), st.integers(0, 6000)),
+                max_size=8),
+       st.randoms(use_true_random=False))
+def test_canonical_rule_places_every_buffer_clear_of_the_others_and_the_fixed_ones(intervals, fixed, rnd):
+    """The canonical rule on its own (pack_cyclic keeps only the best rule's packing):
+    over three unrolled cycles, and around buffers already placed, no two buffers live
+    at the same time share bytes, whatever the order."""
+    length = 40
+    arr = np.array(intervals, dtype=np.int64)
+    start, end, size = arr[:, 0], arr[:, 1], arr[:, 2]
+    wrap = end > length
+    lo1, hi1 = start, np.where(wrap, length, end)
+    lo2, hi2 = np.zeros_like(start), np.where(wrap, end - length, 0)
+    order = list(range(len(arr)))
+    rnd.shuffle(order)
+    off = packing._place_canonical(np.array(order), lo1, hi1, lo2, hi2, size)
+    unrolled = [(k * length + a, k * length + b, s) for k in range(3) for a, b, s in intervals]
+    assert packing.conflicts(unrolled, [int(o) for _k in range(3) for o in off]) == []
+    # around fixed buffers (no wrap, as pack_around places them): keep those that do not overlap
+    kept: list[tuple[int, int, int, int]] = []
+    for a, d, sz, o in fixed:
+        f = (a, a + d, sz, o)
+        if not packing.conflicts([x[:3] for x in kept] + [f[:3]], [x[3] for x in kept] + [f[3]]):
+            kept.append(f)
+    flat = [(a, min(b, length), s) for a, b, s in intervals]
+    allv = [f[:3] for f in kept] + flat
+    lo = np.array([a for a, _b, _s in allv], dtype=np.int64)
+    hi = np.array([b for _a, b, _s in allv], dtype=np.int64)
+    sz = np.array([s for _a, _b, s in allv], dtype=np.int64)
+    off0 = np.array([f[3] for f in kept] + [0] * len(flat), dtype=np.int64)
+    placed0 = np.array([True] * len(kept) + [False] * len(flat))
+    zero = np.zeros(len(allv), dtype=np.int64)
+    off = packing._place_canonical(np.array(order) + len(kept), lo, hi, zero, zero, sz, off0=off0, placed0=placed0)
+    assert list(off[:len(kept)]) == [f[3] for f in kept]  # the fixed buffers stay where they are
+    assert packing.conflicts(allv, [int(o) for o in off]) == []
+
+
+def _step_of(path):
+    from memtune.trace.plan import find_step
     import memtune
 
-    trace = memtune.load_trace(Path(memtune.__file__).parent / "data" / "traces" / "mlp-train.jsonl.gz")
-    _per, template = find_step(trace.devices[0].events, 4)
+    _per, template = find_step(memtune.load_trace(path).devices[0].events, 4)
+    return template
+
+
+def test_cyclic_canonical_rule_reaches_the_bound_where_the_other_rules_miss_it():
+    """A measured case: one step of the bundled MLP trace (two steps unrolled, buffers
+    across the cut). Best fit and first fit stop 2.4 % above the bound in every order
+    tried; minimalloc's canonical greedy gets within 0.03 %."""
+    from memtune.trace.plan import make_plan
+    import memtune
+
+    plan = make_plan(_step_of(Path(memtune.__file__).parent / "data" / "traces" / "mlp-train.jsonl.gz"), rounds=0)
+    tried = plan.packing.tried
+    others = [peak for method, peak in tried.items() if "-canonical" not in method]
+    assert others and min(others) > 1.02 * plan.packing.lower_bound
+    assert "-canonical" in plan.packing.method and plan.ratio < 1.0003
+
+
+def test_cyclic_improvement_reaches_the_bound_where_the_greedy_rules_miss_it():
+    """A measured case: held-out distill-train's step. Every order and rule stops 1.4 %
+    above the bound; three improvement rounds reach it."""
+    from memtune.trace.plan import make_plan
+
+    template = _step_of(Path(__file__).parents[2] / "benchmarks" / "heldout" / "distill-train.jsonl.gz")
     greedy = make_plan(template, rounds=0)
-    improved = make_plan(template, time_budget=60.0, rounds=1)
-    assert greedy.ratio > 1.02
-    assert improved.ratio < 1.003 and improved.packing.method.endswith("-improved")
+    improved = make_plan(template, time_budget=60.0, rounds=3)
+    assert greedy.ratio > 1.01
+    assert improved.ratio < 1.0005 and improved.packing.method.endswith("-improved")
 
 
 def test_cyclic_packing_rejects_bad_buffers():

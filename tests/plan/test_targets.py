@@ -345,9 +345,7 @@ def test_no_step_is_claimed_where_the_shapes_change_every_step(name):
     assert rep.period is None or rep.coverage < 0.5, (rep.period, rep.coverage)
 
 
-@pytest.mark.parametrize("name", with_measured_misses(sorted(RECORDED_STEPS), {
-    "txl-train.jsonl.gz": "sixth set: the step (segment memories carried across it) packs at 1.035 x its bound",
-    "vqvae-train.jsonl.gz": "ninth set: the step packs at 1.047 x its bound after 200 rounds"}))
+@pytest.mark.parametrize("name", sorted(RECORDED_STEPS))
 def test_plan_packs_the_step_of_every_held_out_run_within_2_percent(name):
     """The packed arena of the detected step is within 1.02 x the peak of that step's
     planned live bytes on the held-out runs too (their steps are MiBs: no granularity case)."""
@@ -440,12 +438,12 @@ def test_the_whole_run_plan_misses_peak_before_the_step_can_be_planned(name):
     "mae-pretrain.jsonl.gz": f"seventh set: {EARLY_PEAK} (1.028; memtune 1.057)",
     "nerf-train.jsonl.gz": f"seventh set: {EARLY_PEAK} (1.047; memtune 1.116)",
     "clip-train.jsonl.gz": f"eighth set: {EARLY_PEAK} (1.029; memtune 1.044)",
-    "conformer-train.jsonl.gz": f"eighth set: {EARLY_PEAK} (1.045; memtune 1.050)",
+    "conformer-train.jsonl.gz": f"eighth set: {EARLY_PEAK} (1.040; memtune 1.050)",
     **{n: f"ninth set: {EARLY_PEAK} ({r})" for n, r in (
-        ("video-r2plus1d-train.jsonl.gz", "1.208, as memtune"), ("vqvae-train.jsonl.gz", "1.076; memtune 1.106"),
+        ("video-r2plus1d-train.jsonl.gz", "1.208, as memtune"), ("vqvae-train.jsonl.gz", "1.066; memtune 1.106"),
         ("pixelcnn-train.jsonl.gz", "1.094, as memtune"))},
     **{n: f"tenth set: {EARLY_PEAK} ({r})" for n, r in (
-        ("wgan-gp-train.jsonl.gz", "1.063; memtune 1.089"), ("realnvp-train.jsonl.gz", "1.042, as memtune"),
+        ("wgan-gp-train.jsonl.gz", "1.063; memtune 1.089"), ("realnvp-train.jsonl.gz", "1.026; memtune 1.042"),
         ("moco-train.jsonl.gz", "1.045, as memtune"), ("densenet-train.jsonl.gz", "1.025, as memtune"))},
     **{n: f"eleventh set: {EARLY_PEAK} ({r})" for n, r in (
         ("deq-train.jsonl.gz", "1.047; memtune 1.155"), ("mlp-mixer-train.jsonl.gz", "1.025; memtune 1.039"),
