@@ -301,6 +301,7 @@ def long_runs(quick: bool) -> list[dict]:
     """Each fixed-shape held-out run as recorded and with its step played LONG_RUN_STEPS
     more times: what memory and device calls do over a longer run."""
     import memtune
+    from memtune.errors import MemtuneError
     from memtune.trace.extend import repeat_step
     from memtune.trace.replay import replay_device
 
@@ -311,10 +312,15 @@ def long_runs(quick: bool) -> list[dict]:
         path = HELDOUT_RUNS[name].path
         tr = memtune.load_trace(path)
         dt = dataclasses.replace(tr.devices[0], settings={})
-        longer = repeat_step(dt, LONG_RUN_STEPS)
-        row = {"trace": path.name, "lower_bound": dt.peak_requested_bytes(), "results": {}}
+        row = {"trace": path.name, "lower_bound": dt.peak_requested_bytes(), "results": {}, "refused": None}
+        try:
+            longer = repeat_step(dt, LONG_RUN_STEPS)
+        except MemtuneError as e:  # a step that cannot be repeated: the table says why
+            longer, row["refused"] = None, str(e)
         for pol in ("pytorch-cuda", "memtune", "memtune-plan"):
             for key, stream in (("recorded", dt), ("longer", longer)):
+                if stream is None:
+                    continue
                 r = replay_device(tr, stream, pol)
                 row["results"][pol, key] = (r.peak_reserved_bytes / row["lower_bound"], r.device_allocs + r.device_frees)
         out.append(row)
@@ -330,9 +336,12 @@ def long_table(rows: list[dict]) -> list[str]:
     lines = ["| run | lower bound | " + " | ".join(f"{p}: recorded | {p}: {LONG_RUN_STEPS} more steps" for p in pols)
              + " |", "|" + "---|" * (2 + 2 * len(pols))]
     for r in rows:
-        cells = [f"{r['results'][p, k][0]:.3f}<br>{r['results'][p, k][1]} calls" for p in pols
-                 for k in ("recorded", "longer")]
+        cells = [f"{r['results'][p, k][0]:.3f}<br>{r['results'][p, k][1]} calls" if (p, k) in r["results"]
+                 else "not repeated (below)" for p in pols for k in ("recorded", "longer")]
         lines.append(f"| {r['trace']} | {format_bytes(r['lower_bound'])} | " + " | ".join(cells) + " |")
+    refused = [r for r in rows if r.get("refused")]
+    if refused:
+        lines += [""] + [f"`repeat_step` cannot repeat {r['trace']}'s step: {r['refused']}." for r in refused]
     return lines
 
 
