@@ -192,24 +192,10 @@ m_empty = np.empty(0, dtype=np.int64)
 
 def _lowest_offset(lo: np.ndarray, hi: np.ndarray, size: np.ndarray, rank: np.ndarray) -> np.ndarray:
     """minimalloc's canonical greedy: repeatedly place the unplaced buffer with the
-    lowest feasible offset (ties: lowest ``rank``) at that offset."""
-    n = len(lo)
-    off = np.zeros(n, dtype=np.int64)
-    min_off = np.zeros(n, dtype=np.int64)
-    # key = min_off * n + rank, with placed buffers pushed to +inf.
-    inf = np.iinfo(np.int64).max
-    key = rank.astype(np.int64).copy()
-    for _ in range(n):
-        i = int(np.argmin(key))
-        o = int(min_off[i])
-        off[i] = o
-        key[i] = inf
-        h = o + int(size[i])
-        m = np.flatnonzero((lo < hi[i]) & (hi > lo[i]) & (key != inf) & (min_off < h))
-        if m.size:
-            min_off[m] = h
-            key[m] = h * n + rank[m]
-    return off
+    lowest feasible offset (ties: lowest ``rank``) at that offset (:func:`_place_canonical`
+    on intervals that do not wrap)."""
+    zero = np.zeros_like(lo)
+    return _place_canonical(np.argsort(rank, kind="stable"), lo, hi, zero, zero, size)
 
 
 def _orders(lo: np.ndarray, hi: np.ndarray, size: np.ndarray) -> dict[str, np.ndarray]:
@@ -608,11 +594,15 @@ def _place_canonical(order: np.ndarray, lo1: np.ndarray, hi1: np.ndarray, lo2: n
     f_lo1, f_hi1, f_lo2, f_hi2 = lo1[fixed], hi1[fixed], lo2[fixed], hi2[fixed]
     f_off, f_top = off[fixed], off[fixed] + size[fixed]
 
+    wraps = bool((hi2 > lo2).any())  # no second parts (lifetime tables, run plans): half the comparisons
+
     def overlapping(a1: int, b1: int, a2: int, b2: int, l1: np.ndarray, h1: np.ndarray, l2: np.ndarray,
                     h2: np.ndarray) -> np.ndarray:
-        m = ((l1 < b1) & (h1 > a1)) | ((l2 < b1) & (h2 > a1))
-        if b2 > a2:
-            m |= ((l1 < b2) & (h1 > a2)) | ((l2 < b2) & (h2 > a2))
+        m = (l1 < b1) & (h1 > a1)
+        if wraps:
+            m |= (l2 < b1) & (h2 > a1)
+            if b2 > a2:
+                m |= ((l1 < b2) & (h1 > a2)) | ((l2 < b2) & (h2 > a2))
         return m
 
     for _ in range(len(todo)):
