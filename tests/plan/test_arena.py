@@ -8,8 +8,10 @@ import threading
 import pytest
 from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from sortedcontainers import SortedDict
 
 from memtune.allocator.arena import ArenaAllocator, ArenaSpec
+from memtune.allocator.base import _LARGE
 from memtune.allocator.events import EventKind
 from memtune.allocator.limits import Limits
 from memtune.devices.simulated import SimulatedDevice
@@ -343,3 +345,97 @@ def test_spec_validation_names_the_problem():
         ArenaSpec(page=1000)
     with pytest.raises(ValueError, match="slack must be >= 0"):
         ArenaSpec(slack=-1)
+
+
+class ClaimMachine(RuleBasedStateMachine):
+    """Plan mode serving a step in place (PlanAllocator._overlay): ranges of a region
+    are claimed out of its free space, blocks are placed in them by address
+    (malloc_at) and freed without giving their space back (forget), and the space is
+    handed back at the end (unclaim). The online policy keeps serving requests around
+    the claimed ranges, and never inside them."""
+
+    @initialize()
+    def setup(self):
+        self.a, self.dev = make(tiny_share=0.0)
+        self.held: dict[int, tuple[int, int]] = {}
+        self.claimed = SortedDict()
+        self.a.free(self.a.malloc(512))  # the stream's region exists from here on
+        self.region = self.a._regions[(0, _LARGE)]
+
+    def _in_claimed(self, addr: int, size: int) -> bool:
+        return any(lo < addr + size and addr < hi for lo, hi in self.claimed.items())
+
+    @rule(size=st.one_of(st.integers(1, 4 * KiB), st.integers(1, 3 * PAGE)))
+    def malloc(self, size):
+        addr = self.a.malloc(size)
+        assert not self._in_claimed(addr, -(-size // 512) * 512), hex(addr)
+        self.held[addr] = (size, 0)
+
+    @precondition(lambda self: self.held)
+    @rule(data=st.data())
+    def free(self, data):
+        addr = data.draw(st.sampled_from(sorted(self.held)))
+        size = -(-self.held.pop(addr)[0] // 512) * 512
+        if self._in_claimed(addr, size):
+            self.a.forget(addr)
+            self.a.release_outside(self.region, addr, size, self.claimed)
+        else:
+            self.a.free(addr)
+
+    @precondition(lambda self: not self.claimed)
+    @rule(cuts=st.lists(st.integers(0, 64), min_size=2, max_size=8, unique=True))
+    def claim(self, cuts):
+        # disjoint ranges (in 512-byte units) from the region's base to past its top;
+        # they may hold live blocks, as the ranges of a plan packed around them do
+        span = (self.region.top - self.region.base) // 512 + 4 * PAGE // 512
+        cuts = sorted(self.region.base + c * span // 64 * 512 for c in cuts)
+        ranges = SortedDict()
+        for lo, hi in zip(cuts[::2], cuts[1::2]):
+            if hi > lo:
+                ranges[lo] = hi
+        self.region.claim(ranges)
+        self.claimed = ranges
+
+    @precondition(lambda self: self.claimed)
+    @rule(data=st.data())
+    def malloc_at(self, data):
+        lo = data.draw(st.sampled_from(list(self.claimed)))
+        hi = self.claimed[lo]
+        at = lo + data.draw(st.integers(0, (hi - lo) // 512 - 1)) * 512
+        size = data.draw(st.integers(1, (hi - at) // 512)) * 512
+        if any(a < at + size and at < a + -(-s // 512) * 512 for a, (s, _st) in self.held.items()):
+            return  # a plan's slot never holds a live block
+        assert self.a.malloc_at(self.region, at, size, size)
+        self.held[at] = (size, 0)
+
+    @precondition(lambda self: self.claimed)
+    @rule()
+    def unclaim(self):
+        self.a.unclaim(self.region, self.claimed)
+        self.claimed = SortedDict()
+
+    @invariant()
+    def consistent(self):
+        if not hasattr(self, "a"):
+            return
+        check_invariants(self.a, self.dev, self.held)
+        r = self.region
+        for lo, hi in self.claimed.items():  # claimed space is no hole, and below the top
+            assert hi <= r.top
+            assert not any(a < hi and lo < a + n for a, n in r.holes.items())
+        for a, n in r.holes.items():  # holes hold no live block
+            assert not any(b < a + n and a < b + -(-s // 512) * 512 for b, (s, _st) in self.held.items())
+
+    def teardown(self):
+        if hasattr(self, "a"):
+            self.unclaim()
+            for addr in list(self.held):
+                self.a.free(addr)
+            self.a.empty_cache()
+            assert self.a.memory_stats()["reserved_bytes.all.current"] == 0
+            assert self.dev.counters.bytes_in_use == 0
+            assert self.region.top == self.region.base and not self.region.holes  # all of it merged back
+
+
+TestClaimMachine = ClaimMachine.TestCase
+TestClaimMachine.settings = settings(max_examples=60, stateful_step_count=40, deadline=None)

@@ -230,3 +230,45 @@ def test_no_time_is_spent_beating_the_bound_of_the_aligned_sizes():
     p = packing.pack(iv, alignment=512, time_budget=5.0)
     assert p.peak == 1024 and p.lower_bound == 16
     assert p.rounds == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(cyclic_interval, min_size=1, max_size=25),
+       st.lists(st.tuples(st.integers(0, 40), st.integers(1, 3000), st.integers(0, 8000)), max_size=8),
+       st.integers(0, 3))
+def test_a_step_packed_around_fixed_blocks_stays_clear_of_them_in_every_cycle(intervals, fixed, rounds):
+    """pack_cyclic_around (plan mode taking a step over in place): the fixed blocks live
+    from the first cycle's start to their end (40: every cycle); over three unrolled
+    cycles no two buffers live at the same time share bytes, the fixed blocks included,
+    and the peak counts them."""
+    length = 40
+    blocks: list[tuple[int, int, int, int]] = []
+    for end, size, off in fixed:  # fixed blocks never overlap one another
+        f = (0, end, size, off)
+        if not packing.conflicts([b[:3] for b in blocks] + [f[:3]], [b[3] for b in blocks] + [f[3]]):
+            blocks.append(f)
+    p = packing.pack_cyclic_around(intervals, length, blocks, alignment=8, rounds=rounds, time_budget=60.0)
+    assert len(p.offsets) == len(intervals) and (p.offsets >= 0).all()
+    unrolled = [(k * length + a, k * length + b, s) for k in range(3) for a, b, s in intervals]
+    offsets = [int(o) for _k in range(3) for o in p.offsets]
+    # a fixed block of the whole cycle stays through all three; one that ends earlier, in the first only
+    held = [(0, 3 * length if e == length else e, s) for _a, e, s, _o in blocks]
+    assert packing.conflicts(held + unrolled, [o for *_x, o in blocks] + offsets) == []
+    tops = [o + s for _a, e, s, o in blocks if e > 0 and s > 0]
+    aligned = [int(o) + -(-s // 8) * 8 for (_a, _b, s), o in zip(intervals, p.offsets) if s > 0]
+    assert p.peak == max(tops + aligned + [0])
+    assert p.peak >= p.lower_bound
+
+
+def test_packing_around_fixed_blocks_fills_the_space_between_them():
+    """Two blocks that live all cycle leave a gap of 100 bytes between them; a buffer of
+    100 bytes goes there, not on top."""
+    p = packing.pack_cyclic_around([(0, 10, 100)], 10, [(0, 10, 50, 0), (0, 10, 50, 150)])
+    assert list(p.offsets) == [50] and p.peak == 200
+
+
+def test_packing_around_rejects_bad_fixed_blocks_naming_them():
+    with pytest.raises(ValueError, match=r"fixed buffer 1 is invalid on a cycle of 10: start=0, end=11"):
+        packing.pack_cyclic_around([(0, 5, 8)], 10, [(0, 10, 8, 0), (0, 11, 8, 64)])
+    with pytest.raises(ValueError, match="buffer 0 is invalid on a cycle of 10"):
+        packing.pack_cyclic_around([(10, 12, 5)], 10, [])

@@ -203,6 +203,56 @@ class _Region:
         self.bysize.add((end - addr, addr))
         stamp[addr] = now
 
+    def claim(self, ranges: SortedDict) -> None:
+        """Take the free space of ``ranges`` (start -> end, disjoint) out of the holes and
+        the top: a plan places blocks there itself (see :meth:`ArenaAllocator.malloc_at`).
+        Live blocks in them stay as they are."""
+        if not ranges:
+            return
+        holes, ends, stamp, bysize = self.holes, self.ends, self.stamp, self.bysize
+        starts = ranges.keys()
+
+        def add(a: int, e: int, t: int) -> None:
+            holes[a] = e - a
+            ends[e] = a
+            bysize.add((e - a, a))
+            stamp[a] = t
+
+        for a, n in list(holes.items()):
+            e = a + n
+            i = max(ranges.bisect_right(a) - 1, 0)
+            parts, at = [], a
+            for lo in starts[i:]:
+                if lo >= e:
+                    break
+                hi = ranges[lo]
+                if hi <= at:
+                    continue
+                if lo > at:
+                    parts.append((at, lo))
+                at = max(at, hi)
+            if at == a and not parts:
+                continue  # no range overlaps this hole
+            if at < e:
+                parts.append((at, e))
+            t = stamp.pop(a)
+            del holes[a]
+            del ends[e]
+            bysize.remove((n, a))
+            for x, y in parts:
+                add(x, y, t)
+        top_hi = ranges[starts[-1]]
+        if self.top < top_hi:
+            at = self.top
+            for lo in starts[max(ranges.bisect_right(at) - 1, 0):]:
+                hi = ranges[lo]
+                if hi <= at:
+                    continue
+                if lo > at:
+                    add(at, lo, self.top_stamp)
+                at = hi
+            self.top = top_hi
+
     # ---------------------------------------------------------------- pages
     def unmapped_runs(self, lo: int, hi: int) -> list[tuple[int, int]]:
         """Unmapped page-aligned sub-ranges of [lo, hi)."""
@@ -725,6 +775,88 @@ class ArenaAllocator(AllocatorBase):
             self.stats.on_free(p, b.size, b.requested)
             if self._listeners or self._vmask:
                 self._emit(EventKind.FREED, address, b.size, region.stream, b.requested, p)
+
+    # ============================================= placement dictated by a plan
+    def malloc_at(self, region: _Region, addr: int, size: int, orig: int) -> bool:
+        """Serve a request at ``addr``, inside space :meth:`_Region.claim` took out of
+        ``region``'s free space; map the pages it touches that are not mapped. False
+        (nothing changed) when the device or the hard limit has no room for them."""
+        page = self._page
+        need = region.unmapped_runs(addr // page * page, -(-(addr + size) // page) * page)
+        if need:
+            hard = self._hard
+            if hard is not None and self._reserved + sum(b - a for a, b in need) > hard:
+                return False
+            done: list[tuple[int, int]] = []
+            for a, b in need:
+                try:
+                    self.device.map(a, b - a)
+                except DeviceOutOfMemory:
+                    for da, db in done:
+                        self._unmap(region, da, db, "undo", emit=False)
+                    return False
+                self._mapped(region, a, b)
+                done.append((a, b))
+        self._clock += 1
+        self._live[addr] = _Live(size, orig, region)
+        live = self._live_bytes + size
+        self._live_bytes = live
+        if live > self._peak_live:
+            self._peak_live = live
+            self._peak_clock = self._clock
+        self.stats.on_alloc(region.pool, size, orig)
+        if self._listeners or self._vmask:
+            self._emit(EventKind.ALLOCATED if need else EventKind.RECYCLED, addr, size, region.stream, orig,
+                       region.pool)
+        return True
+
+    def forget(self, address: int) -> _Live:
+        """Free a block whose space stays claimed by a plan (not given back to the holes)."""
+        b = self._live.pop(address)
+        self._clock += 1
+        self._live_bytes -= b.size
+        self._frees += 1
+        self.stats.on_free(b.region.pool, b.size, b.requested)
+        if self._listeners or self._vmask:
+            self._emit(EventKind.FREED, address, b.size, b.region.stream, b.requested, b.region.pool)
+        return b
+
+    def unclaim(self, region: _Region, ranges: SortedDict) -> None:
+        """Give the free space of claimed ``ranges`` back to ``region``'s holes and top."""
+        if not ranges:
+            return
+        lo, hi = ranges.keys()[0], ranges[ranges.keys()[-1]]
+        lives = sorted((a, a + b.size) for a, b in self._live.items() if b.region is region and a < hi
+                       and a + b.size > lo)
+        k = 0
+        for s, e in ranges.items():
+            at = s
+            while k < len(lives) and lives[k][1] <= s:
+                k += 1
+            j = k
+            while j < len(lives) and lives[j][0] < e:
+                if lives[j][0] > at:
+                    region.release(at, lives[j][0] - at, self._clock)
+                at = max(at, lives[j][1])
+                j += 1
+            if at < e:
+                region.release(at, e - at, self._clock)
+
+    def release_outside(self, region: _Region, addr: int, size: int, ranges: SortedDict) -> None:
+        """Give the parts of [addr, addr+size) (a block :meth:`forget` freed) that lie
+        outside claimed ``ranges`` back to ``region``'s holes."""
+        end, at = addr + size, addr
+        for lo in ranges.keys()[max(ranges.bisect_right(addr) - 1, 0):]:
+            if lo >= end:
+                break
+            hi = ranges[lo]
+            if hi <= at:
+                continue
+            if lo > at:
+                region.release(at, lo - at, self._clock)
+            at = max(at, hi)
+        if at < end:
+            region.release(at, end - at, self._clock)
 
     # ========================================================== public API
     def _empty_cache(self) -> None:
