@@ -163,7 +163,10 @@ def _comparable(per: dict[str, dict]) -> list[str]:
     "speculative-decode.jsonl.gz": f"eighth set: memtune 1.057 x the bound, pytorch-cuda 1.048; {SPECULATIVE}",
     "realnvp-train.jsonl.gz": "tenth set: memtune 1.042 x the bound, cupy 1.010 (a 20 MiB growth chunk mapped "
                               "with a request that sets the live peak)",
-    "word2vec-sparse-train.jsonl.gz": f"twelfth set: memtune 1.0197 x the bound, cupy 1.0128; {WORD2VEC}"}))
+    "word2vec-sparse-train.jsonl.gz": f"twelfth set: memtune 1.0197 x the bound, cupy 1.0128; {WORD2VEC}",
+    "act-ponder-train.jsonl.gz": "thirteenth set: memtune 1.0418 x the bound, cupy 1.0204, pytorch-cuda 1.0263",
+    "stochastic-depth-train.jsonl.gz": "thirteenth set: memtune 1.0499 x the bound, pytorch-cuda 1.0445 (the blocks "
+                                       "run change every step)"}))
 def test_memtune_reserves_no_more_than_any_caching_preset(trace_results, name):
     bad = []
     for device, _lb, per in trace_results(name):
@@ -201,7 +204,8 @@ def test_memtune_reserves_no_more_than_any_caching_preset(trace_results, name):
     **{n: f"eleventh set: {r}" for n, r in (("deq-train.jsonl.gz", "1.155"), ("hypernet-train.jsonl.gz", "1.066"))},
     **{n: f"twelfth set: {r}" for n, r in (
         ("style-transfer-lbfgs.jsonl.gz", "1.097"), ("ddpm-train.jsonl.gz", "1.060"),
-        ("detect-varbox-train.jsonl.gz", "1.130 (box counts change every step)"))}}))
+        ("detect-varbox-train.jsonl.gz", "1.130 (box counts change every step)"))},
+    "prune-finetune.jsonl.gz": "thirteenth set: 1.0618 (the pruned weights' tensors change every third step)"}))
 def test_memtune_within_5_percent_of_the_lower_bound(trace_results, name):
     bad = []
     for device, lb, per in trace_results(name):
@@ -217,7 +221,9 @@ def test_memtune_within_5_percent_of_the_lower_bound(trace_results, name):
     "checkpoint-train.jsonl.gz": f"fourth set: memtune 1.049 x the bound, pytorch-cuda 1.032; {CHECKPOINT}",
     "distill-train.jsonl.gz": f"sixth set: memtune 1.124 x the bound, pytorch-cuda 1.040; {DISTILL}",
     "speculative-decode.jsonl.gz": f"eighth set: memtune 1.057 x the bound, pytorch-cuda 1.048; {SPECULATIVE}",
-    "word2vec-sparse-train.jsonl.gz": f"twelfth set: memtune 1.0197 x the bound, pytorch-cuda 1.0132; {WORD2VEC}"}))
+    "word2vec-sparse-train.jsonl.gz": f"twelfth set: memtune 1.0197 x the bound, pytorch-cuda 1.0132; {WORD2VEC}",
+    "act-ponder-train.jsonl.gz": "thirteenth set: memtune 1.0418 x the bound, pytorch-cuda 1.0263",
+    "stochastic-depth-train.jsonl.gz": "thirteenth set: memtune 1.0499 x the bound, pytorch-cuda 1.0445"}))
 def test_memtune_never_reserves_more_than_pytorch_cuda(trace_results, name):
     bad = [f"device {d}: memtune {per['memtune']['reserved']} B > pytorch-cuda {per['pytorch-cuda']['reserved']} B"
            for d, _lb, per in trace_results(name) if per["memtune"]["reserved"] > per["pytorch-cuda"]["reserved"]]
@@ -267,7 +273,10 @@ CALLS_KNOWN_MISSES = {"lifetimes-pangu-2.6b.csv"}
         ("deq-train.jsonl.gz", "671 calls, pytorch-cuda 12"), ("hypernet-train.jsonl.gz", "139 calls, pytorch-cuda 22"))},
     **{n: f"twelfth set: {r}" for n, r in (
         ("style-transfer-lbfgs.jsonl.gz", "71 calls, pytorch-cuda 14"), ("longformer-train.jsonl.gz", "124 calls, pytorch-cuda 52"),
-        ("detect-varbox-train.jsonl.gz", "251 calls, pytorch-cuda 43 (box counts change every step)"))}}))
+        ("detect-varbox-train.jsonl.gz", "251 calls, pytorch-cuda 43 (box counts change every step)"))},
+    **{n: f"thirteenth set: {r}" for n, r in (
+        ("fedavg-train.jsonl.gz", "208 calls, pytorch-cuda 33"), ("prune-finetune.jsonl.gz", "135 calls, pytorch-cuda 28"),
+        ("train-eval-interleave.jsonl.gz", "196 calls, pytorch-cuda 29"))}}))
 def test_memtune_device_calls_at_most_twice_pytorch_cuda(trace_results, name):
     bad = []
     for device, _lb, per in trace_results(name):
@@ -327,7 +336,11 @@ def _longer(name: str, extra_steps: int, policy: str) -> tuple[int, int]:
         ("wgan-gp-train.jsonl.gz", "792, 982; reserved 1.089 -> 1.123"), ("maml-train.jsonl.gz", "53, 63; reserved 1.018 -> 1.022"))},
     "style-transfer-lbfgs.jsonl.gz": "twelfth set: repeat_step refuses to repeat its step: L-BFGS keeps each update "
                                      "two steps, and the run's end frees blocks of the step before the last, which "
-                                     "a repeated step has freed already"}))
+                                     "a repeated step has freed already",
+    **{n: f"thirteenth set: calls grow between 200 and 300 more steps ({r})" for n, r in (
+        ("fedavg-train.jsonl.gz", "2,048, 2,065; reserved 1.174 -> 1.194 x the bound: four model copies made and "
+                                  "freed every round"),
+        ("superres-train.jsonl.gz", "263, 266; reserved 1.0368 -> 1.0403"))}}))
 def test_memtune_device_calls_stop_growing_on_a_longer_run(name):
     """A training job runs thousands of steps; the recordings hold a few. Played 200
     and 300 more times (memtune.trace.extend), each run's step must cost memtune no
@@ -352,7 +365,11 @@ def test_plan_mode_takes_a_step_over_once_the_online_peak_has_crept_past_the_pla
     assert got["memtune-plan", 100][1] < got["memtune", 100][1], got
 
 
-@pytest.mark.parametrize("name", CHANGING_SHAPES)
+@pytest.mark.parametrize("name", with_measured_misses(CHANGING_SHAPES, {
+    "train-eval-interleave.jsonl.gz": "thirteenth set: its shapes do not change, its stream repeats every three "
+                                      "training steps and a validation pass: that step is found (4,386 events over "
+                                      "75 % of them), though it is not one training step (the manifest's "
+                                      "fixed_shapes)"}))
 def test_no_step_is_claimed_where_the_shapes_change_every_step(name):
     """A run whose batch shapes change from step to step has no repeating step: what
     repeats covers a sliver of it, so plan mode's targets do not apply there."""
@@ -470,6 +487,9 @@ def test_the_whole_run_plan_misses_peak_before_the_step_can_be_planned(name):
         ("hypernet-train.jsonl.gz", "1.066, as memtune"))},
     **{n: f"twelfth set: {EARLY_PEAK} ({r})" for n, r in (
         ("style-transfer-lbfgs.jsonl.gz", "1.123; memtune 1.097"), ("ddpm-train.jsonl.gz", "1.028; memtune 1.060"))},
+    **{n: f"thirteenth set: {EARLY_PEAK} ({r})" for n, r in (
+        ("fedavg-train.jsonl.gz", "1.0794; memtune 1.0446"), ("superres-train.jsonl.gz", "1.0297; memtune 1.0368"),
+        ("train-eval-interleave.jsonl.gz", "1.0302; memtune 1.0431"))},
 }))
 def test_whole_run_plan_mode_within_2_percent_where_a_step_repeats(trace_results, name):
     """Where a step repeats over at least half of a device's events, the whole
