@@ -179,13 +179,18 @@ def test_make_plan_is_valid_across_steps_including_buffers_crossing_the_cut():
     unrolled_check(plan)
 
 
-def drive(alloc, evs):
+def drive(alloc, evs, check=None):
+    """Replay ``evs``; with ``check`` (the device), check after every event that no two
+    live blocks overlap and that the statistics' reserved bytes are the device's."""
     addr = {}
     for ev in evs:
         if ev.action is Action.ALLOC:
             addr[ev.address] = alloc.malloc(ev.size, ev.stream)
         elif ev.action is Action.FREE:
             alloc.free(addr.pop(ev.address))
+        if check is not None:
+            assert not live_overlaps(alloc)
+            assert alloc.memory_stats()["reserved_bytes.all.current"] == check.counters.bytes_in_use
     return addr
 
 
@@ -530,20 +535,6 @@ def scattered_state_training(steps: int) -> list[Event]:
     return evs
 
 
-def drive_checked(alloc, evs, dev):
-    """drive(), checking after every event that no two live blocks overlap and that the
-    statistics' reserved bytes are the device's."""
-    addr = {}
-    for ev in evs:
-        if ev.action is Action.ALLOC:
-            addr[ev.address] = alloc.malloc(ev.size, ev.stream)
-        elif ev.action is Action.FREE:
-            alloc.free(addr.pop(ev.address))
-        assert not live_overlaps(alloc)
-        assert alloc.memory_stats()["reserved_bytes.all.current"] == dev.counters.bytes_in_use
-    return addr
-
-
 def test_a_step_is_served_in_place_around_the_blocks_the_online_policy_holds(monkeypatch):
     """The optimizer's state sits on pages that are mostly free; an arena of its own on
     top of them would raise the peak, so the step used to stay online. Packed into the
@@ -553,7 +544,7 @@ def test_a_step_is_served_in_place_around_the_blocks_the_online_policy_holds(mon
     evs = scattered_state_training(30)
     dev = SimulatedDevice(1 << 40)
     plan = PlanAllocator(PlanSpec(online=ArenaSpec(page=page)), dev)
-    held = drive_checked(plan, evs, dev)
+    held = drive(plan, evs, dev)
     assert plan._active is not None and plan._active.overlay is not None and plan.planned_allocs > 0
     online = ArenaAllocator(ArenaSpec(page=page), SimulatedDevice(1 << 40))
     drive(online, evs)
@@ -574,7 +565,7 @@ def test_a_step_served_in_place_that_deviates_hands_its_space_back():
     evs = scattered_state_training(30)
     dev = SimulatedDevice(1 << 40)
     plan = PlanAllocator(PlanSpec(online=ArenaSpec(page=page)), dev)
-    held = drive_checked(plan, evs[:-9], dev)  # stop inside a step: planned blocks are live
+    held = drive(plan, evs[:-9], dev)  # stop inside a step: planned blocks are live
     a = plan._active
     assert a is not None and a.overlay is not None and a.live
     region, claimed = a.overlay, dict(a.claimed)
@@ -590,7 +581,7 @@ def test_a_step_served_in_place_that_deviates_hands_its_space_back():
                 assert any(h <= at and b <= h + n for h, n in free), (hex(at), hex(b))
             at = max(at, e)
     held["extra"] = x
-    drive_checked(plan, [], dev)
+    drive(plan, [], dev)
     for y in held.values():
         plan.free(y)
         assert not live_overlaps(plan)

@@ -210,7 +210,6 @@ class _Region:
         if not ranges:
             return
         holes, ends, stamp, bysize = self.holes, self.ends, self.stamp, self.bysize
-        starts = ranges.keys()
 
         def add(a: int, e: int, t: int) -> None:
             holes[a] = e - a
@@ -219,38 +218,19 @@ class _Region:
             stamp[a] = t
 
         for a, n in list(holes.items()):
-            e = a + n
-            i = max(ranges.bisect_right(a) - 1, 0)
-            parts, at = [], a
-            for lo in starts[i:]:
-                if lo >= e:
-                    break
-                hi = ranges[lo]
-                if hi <= at:
-                    continue
-                if lo > at:
-                    parts.append((at, lo))
-                at = max(at, hi)
-            if at == a and not parts:
+            parts = _outside(ranges, a, a + n)
+            if parts == [(a, a + n)]:
                 continue  # no range overlaps this hole
-            if at < e:
-                parts.append((at, e))
             t = stamp.pop(a)
             del holes[a]
-            del ends[e]
+            del ends[a + n]
             bysize.remove((n, a))
             for x, y in parts:
                 add(x, y, t)
-        top_hi = ranges[starts[-1]]
+        top_hi = ranges[ranges.keys()[-1]]
         if self.top < top_hi:
-            at = self.top
-            for lo in starts[max(ranges.bisect_right(at) - 1, 0):]:
-                hi = ranges[lo]
-                if hi <= at:
-                    continue
-                if lo > at:
-                    add(at, lo, self.top_stamp)
-                at = hi
+            for x, y in _outside(ranges, self.top, top_hi):
+                add(x, y, self.top_stamp)
             self.top = top_hi
 
     # ---------------------------------------------------------------- pages
@@ -338,6 +318,23 @@ class _Region:
                     out.append((x, y, t))
                 i += 1
         return out
+
+
+def _outside(ranges: SortedDict, a: int, e: int) -> list[tuple[int, int]]:
+    """The parts of [a, e) that no range of ``ranges`` (start -> end, disjoint) covers."""
+    parts, at = [], a
+    for lo in ranges.keys()[max(ranges.bisect_right(a) - 1, 0):]:
+        if lo >= e:
+            break
+        hi = ranges[lo]
+        if hi <= at:
+            continue
+        if lo > at:
+            parts.append((at, lo))
+        at = max(at, hi)
+    if at < e:
+        parts.append((at, e))
+    return parts
 
 
 class _Live:
@@ -845,18 +842,8 @@ class ArenaAllocator(AllocatorBase):
     def release_outside(self, region: _Region, addr: int, size: int, ranges: SortedDict) -> None:
         """Give the parts of [addr, addr+size) (a block :meth:`forget` freed) that lie
         outside claimed ``ranges`` back to ``region``'s holes."""
-        end, at = addr + size, addr
-        for lo in ranges.keys()[max(ranges.bisect_right(addr) - 1, 0):]:
-            if lo >= end:
-                break
-            hi = ranges[lo]
-            if hi <= at:
-                continue
-            if lo > at:
-                region.release(at, lo - at, self._clock)
-            at = max(at, hi)
-        if at < end:
-            region.release(at, end - at, self._clock)
+        for x, y in _outside(ranges, addr, addr + size):
+            region.release(x, y - x, self._clock)
 
     # ========================================================== public API
     def _empty_cache(self) -> None:
