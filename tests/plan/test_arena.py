@@ -439,3 +439,13 @@ class ClaimMachine(RuleBasedStateMachine):
 
 TestClaimMachine = ClaimMachine.TestCase
 TestClaimMachine.settings = settings(max_examples=60, stateful_step_count=40, deadline=None)
+
+
+def test_forgetting_an_unknown_block_is_a_clear_error_and_changes_nothing():
+    a, dev = make()
+    x = a.malloc(3 * KiB)
+    before = a.memory_stats()
+    with pytest.raises(AllocatorUsageError):
+        a.forget(x + 512)
+    assert a.memory_stats() == before
+    check_invariants(a, dev, {x: (3 * KiB, 0)})

@@ -778,72 +778,80 @@ class ArenaAllocator(AllocatorBase):
         """Serve a request at ``addr``, inside space :meth:`_Region.claim` took out of
         ``region``'s free space; map the pages it touches that are not mapped. False
         (nothing changed) when the device or the hard limit has no room for them."""
-        page = self._page
-        need = region.unmapped_runs(addr // page * page, -(-(addr + size) // page) * page)
-        if need:
-            hard = self._hard
-            if hard is not None and self._reserved + sum(b - a for a, b in need) > hard:
-                return False
-            done: list[tuple[int, int]] = []
-            for a, b in need:
-                try:
-                    self.device.map(a, b - a)
-                except DeviceOutOfMemory:
-                    for da, db in done:
-                        self._unmap(region, da, db, "undo", emit=False)
+        with self._lock:
+            self._enter()
+            page = self._page
+            need = region.unmapped_runs(addr // page * page, -(-(addr + size) // page) * page)
+            if need:
+                hard = self._hard
+                if hard is not None and self._reserved + sum(b - a for a, b in need) > hard:
                     return False
-                self._mapped(region, a, b)
-                done.append((a, b))
-        self._clock += 1
-        self._live[addr] = _Live(size, orig, region)
-        live = self._live_bytes + size
-        self._live_bytes = live
-        if live > self._peak_live:
-            self._peak_live = live
-            self._peak_clock = self._clock
-        self.stats.on_alloc(region.pool, size, orig)
-        if self._listeners or self._vmask:
-            self._emit(EventKind.ALLOCATED if need else EventKind.RECYCLED, addr, size, region.stream, orig,
-                       region.pool)
-        return True
+                done: list[tuple[int, int]] = []
+                for a, b in need:
+                    try:
+                        self.device.map(a, b - a)
+                    except DeviceOutOfMemory:
+                        for da, db in done:
+                            self._unmap(region, da, db, "undo", emit=False)
+                        return False
+                    self._mapped(region, a, b)
+                    done.append((a, b))
+            self._clock += 1
+            self._live[addr] = _Live(size, orig, region)
+            live = self._live_bytes + size
+            self._live_bytes = live
+            if live > self._peak_live:
+                self._peak_live = live
+                self._peak_clock = self._clock
+            self.stats.on_alloc(region.pool, size, orig)
+            if self._listeners or self._vmask:
+                self._emit(EventKind.ALLOCATED if need else EventKind.RECYCLED, addr, size, region.stream, orig,
+                           region.pool)
+            return True
 
     def forget(self, address: int) -> _Live:
         """Free a block whose space stays claimed by a plan (not given back to the holes)."""
-        b = self._live.pop(address)
-        self._clock += 1
-        self._live_bytes -= b.size
-        self._frees += 1
-        self.stats.on_free(b.region.pool, b.size, b.requested)
-        if self._listeners or self._vmask:
-            self._emit(EventKind.FREED, address, b.size, b.region.stream, b.requested, b.region.pool)
-        return b
+        with self._lock:
+            self._enter()
+            b = self._live.pop(address, None) if type(address) is int else None
+            if b is None:
+                raise AllocatorUsageError(self._bad_free_message(address))
+            self._clock += 1
+            self._live_bytes -= b.size
+            self._frees += 1
+            self.stats.on_free(b.region.pool, b.size, b.requested)
+            if self._listeners or self._vmask:
+                self._emit(EventKind.FREED, address, b.size, b.region.stream, b.requested, b.region.pool)
+            return b
 
     def unclaim(self, region: _Region, ranges: SortedDict) -> None:
         """Give the free space of claimed ``ranges`` back to ``region``'s holes and top."""
-        if not ranges:
-            return
-        lo, hi = ranges.keys()[0], ranges[ranges.keys()[-1]]
-        lives = sorted((a, a + b.size) for a, b in self._live.items() if b.region is region and a < hi
-                       and a + b.size > lo)
-        k = 0
-        for s, e in ranges.items():
-            at = s
-            while k < len(lives) and lives[k][1] <= s:
-                k += 1
-            j = k
-            while j < len(lives) and lives[j][0] < e:
-                if lives[j][0] > at:
-                    region.release(at, lives[j][0] - at, self._clock)
-                at = max(at, lives[j][1])
-                j += 1
-            if at < e:
-                region.release(at, e - at, self._clock)
+        with self._lock:
+            if not ranges:
+                return
+            lo, hi = ranges.keys()[0], ranges[ranges.keys()[-1]]
+            lives = sorted((a, a + b.size) for a, b in self._live.items() if b.region is region and a < hi
+                           and a + b.size > lo)
+            k = 0
+            for s, e in ranges.items():
+                at = s
+                while k < len(lives) and lives[k][1] <= s:
+                    k += 1
+                j = k
+                while j < len(lives) and lives[j][0] < e:
+                    if lives[j][0] > at:
+                        region.release(at, lives[j][0] - at, self._clock)
+                    at = max(at, lives[j][1])
+                    j += 1
+                if at < e:
+                    region.release(at, e - at, self._clock)
 
     def release_outside(self, region: _Region, addr: int, size: int, ranges: SortedDict) -> None:
         """Give the parts of [addr, addr+size) (a block :meth:`forget` freed) that lie
         outside claimed ``ranges`` back to ``region``'s holes."""
-        for x, y in _outside(ranges, addr, addr + size):
-            region.release(x, y - x, self._clock)
+        with self._lock:
+            for x, y in _outside(ranges, addr, addr + size):
+                region.release(x, y - x, self._clock)
 
     # ========================================================== public API
     def _empty_cache(self) -> None:
