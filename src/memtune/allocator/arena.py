@@ -435,17 +435,21 @@ class ArenaAllocator(AllocatorBase):
             pool = _SMALL if ss is not None and rounded <= ss else _LARGE
             region = self._region(stream, pool)
             addr, mapped_new = self._place(region, rounded, orig)
-        self._live[addr] = _Live(rounded, orig, region)
-        live = self._live_bytes + rounded
+        self._commit(addr, rounded, orig, region, pool, mapped_new)
+        return addr
+
+    def _commit(self, addr: int, size: int, orig: int, region: _Region, pool: int, mapped_new: bool) -> None:
+        """Book a block placed at ``addr``: live bytes and their peak, statistics, events."""
+        self._live[addr] = _Live(size, orig, region)
+        live = self._live_bytes + size
         self._live_bytes = live
         if live > self._peak_live:
             self._peak_live = live
             self._peak_clock = self._clock
-        self.stats.on_alloc(pool, rounded, orig)
+        self.stats.on_alloc(pool, size, orig)
         if self._listeners or self._vmask:
-            self._emit(EventKind.ALLOCATED if mapped_new else EventKind.RECYCLED, addr, rounded, region.stream,
+            self._emit(EventKind.ALLOCATED if mapped_new else EventKind.RECYCLED, addr, size, region.stream,
                        orig, pool)
-        return addr
 
     def _place(self, region: _Region, size: int, orig: int) -> tuple[int, bool]:
         """Choose an address, map what it needs, commit. Raises OutOfMemoryError (state unchanged)."""
@@ -755,6 +759,9 @@ class ArenaAllocator(AllocatorBase):
     # ================================================================= free
     def free(self, address: int) -> None:
         """Return a block. Unknown or double frees raise AllocatorUsageError and change nothing."""
+        self._free_block(address, give_back=True)
+
+    def _free_block(self, address: int, give_back: bool) -> _Live:
         with self._lock:
             self._enter()
             b = self._live.pop(address, None) if type(address) is int else None
@@ -762,16 +769,18 @@ class ArenaAllocator(AllocatorBase):
                 raise AllocatorUsageError(self._bad_free_message(address))
             region = b.region
             self._clock += 1
-            if region.size:
-                region.release(address, b.size, self._clock)
-            else:  # a tiny block: keep its device allocation for a request of the same size
-                self._tiny_free.setdefault(b.size, []).append(address)
+            if give_back:  # (else the space stays claimed by a plan)
+                if region.size:
+                    region.release(address, b.size, self._clock)
+                else:  # a tiny block: keep its device allocation for a request of the same size
+                    self._tiny_free.setdefault(b.size, []).append(address)
             self._live_bytes -= b.size
             self._frees += 1
             p = region.pool
             self.stats.on_free(p, b.size, b.requested)
             if self._listeners or self._vmask:
                 self._emit(EventKind.FREED, address, b.size, region.stream, b.requested, p)
+            return b
 
     # ============================================= placement dictated by a plan
     def malloc_at(self, region: _Region, addr: int, size: int, orig: int) -> bool:
@@ -797,32 +806,12 @@ class ArenaAllocator(AllocatorBase):
                     self._mapped(region, a, b)
                     done.append((a, b))
             self._clock += 1
-            self._live[addr] = _Live(size, orig, region)
-            live = self._live_bytes + size
-            self._live_bytes = live
-            if live > self._peak_live:
-                self._peak_live = live
-                self._peak_clock = self._clock
-            self.stats.on_alloc(region.pool, size, orig)
-            if self._listeners or self._vmask:
-                self._emit(EventKind.ALLOCATED if need else EventKind.RECYCLED, addr, size, region.stream, orig,
-                           region.pool)
+            self._commit(addr, size, orig, region, region.pool, bool(need))
             return True
 
     def forget(self, address: int) -> _Live:
         """Free a block whose space stays claimed by a plan (not given back to the holes)."""
-        with self._lock:
-            self._enter()
-            b = self._live.pop(address, None) if type(address) is int else None
-            if b is None:
-                raise AllocatorUsageError(self._bad_free_message(address))
-            self._clock += 1
-            self._live_bytes -= b.size
-            self._frees += 1
-            self.stats.on_free(b.region.pool, b.size, b.requested)
-            if self._listeners or self._vmask:
-                self._emit(EventKind.FREED, address, b.size, b.region.stream, b.requested, b.region.pool)
-            return b
+        return self._free_block(address, give_back=False)
 
     def unclaim(self, region: _Region, ranges: SortedDict) -> None:
         """Give the free space of claimed ``ranges`` back to ``region``'s holes and top."""

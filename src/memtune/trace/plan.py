@@ -678,7 +678,7 @@ class PlanAllocator:
         on._release_all("plan")  # (the free pages outside the claimed ranges)
         kept = SortedDict()
         for addr, b in on._live.items():
-            if b.region is region and self._overlaps(claimed, addr, b.size):
+            if b.region is region and not self._clear_of(claimed, addr, b.size):
                 kept[addr] = addr + b.size
         on._peak_live = on._live_bytes
         self._sync_reserved()
@@ -1055,7 +1055,7 @@ class PlanAllocator:
                     elif off is not None:
                         cand = a.base + off
                         rounded = (size + self.spec.alignment - 1) // self.spec.alignment * self.spec.alignment
-                        if self._free_range(a, cand, rounded) and self._back(a, cand, rounded):
+                        if self._clear_of(a.by_off, cand, rounded) and self._back(a, cand, rounded):
                             addr = cand
                             a.live[addr] = (rounded, size, stream)
                             a.by_off[addr] = addr + rounded
@@ -1088,7 +1088,7 @@ class PlanAllocator:
         """A planned block served in place; None when its slot is taken or the device has
         no room for its pages (the caller deviates)."""
         rounded = (size + self.spec.alignment - 1) // self.spec.alignment * self.spec.alignment
-        if not (self._free_range(a, addr, rounded) and self._clear_of(a.kept, addr, rounded)):
+        if not (self._clear_of(a.by_off, addr, rounded) and self._clear_of(a.kept, addr, rounded)):
             return None
         try:
             if not self.online.malloc_at(a.overlay, addr, rounded, size):
@@ -1115,10 +1115,6 @@ class PlanAllocator:
         self._sync_reserved()
 
     @staticmethod
-    def _overlaps(d: SortedDict, lo: int, size: int) -> bool:
-        return not PlanAllocator._clear_of(d, lo, size)
-
-    @staticmethod
     def _clear_of(d: SortedDict | None, lo: int, size: int) -> bool:
         """Whether [lo, lo+size) overlaps no range of ``d`` (start -> end)."""
         if not d:
@@ -1127,16 +1123,6 @@ class PlanAllocator:
         if i:
             k = d.keys()[i - 1]
             if d[k] > lo:
-                return False
-        return True
-
-    @staticmethod
-    def _free_range(a: _Active, lo: int, size: int) -> bool:
-        by = a.by_off
-        i = by.bisect_right(lo + size - 1)
-        if i:
-            k = by.keys()[i - 1]
-            if by[k] > lo:
                 return False
         return True
 
@@ -1294,7 +1280,7 @@ class PlanAllocator:
         for (taddr, req, stream), (_r, _s, off) in zip(blocks, rp.initial):
             addr = a.base + off
             rounded = (req + align - 1) // align * align
-            if not (self._free_range(a, addr, rounded) and self._back(a, addr, rounded)):
+            if not (self._clear_of(a.by_off, addr, rounded) and self._back(a, addr, rounded)):
                 self._deviate()
                 return None
             a.by_off[addr] = addr + rounded
