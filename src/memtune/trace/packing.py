@@ -359,6 +359,20 @@ def read_lifetimes_csv(path: str | Path) -> list[Interval]:
     return out
 
 
+def _cyclic_live_peak(length: int, lo1: np.ndarray, hi1: np.ndarray, lo2: np.ndarray, hi2: np.ndarray,
+                      size: np.ndarray) -> int:
+    """Peak of live bytes around a cycle of buffers live on [lo1, hi1) and [lo2, hi2)."""
+    if not len(size) or not length:
+        return 0
+    two = hi2 > lo2
+    delta = np.zeros(length + 1, dtype=np.int64)
+    np.add.at(delta, lo1, size)
+    np.add.at(delta, hi1, -size)
+    np.add.at(delta, lo2, np.where(two, size, 0))
+    np.add.at(delta, hi2, np.where(two, -size, 0))
+    return int(np.cumsum(delta[:length]).max())
+
+
 def pack_cyclic(intervals: Iterable[Sequence[int]], length: int, *, alignment: int = 1, time_budget: float = 0.0,
                 rounds: int | None = 0, seed: int = 0) -> Packing:
     """Pack buffers on a cycle of ``length`` time units (a repeating step).
@@ -390,20 +404,11 @@ def pack_cyclic(intervals: Iterable[Sequence[int]], length: int, *, alignment: i
     lo1, hi1 = start, np.where(wrap, length, end)
     lo2, hi2 = np.where(wrap, 0, 0), np.where(wrap, end - length, 0)
     # lower bound: live bytes around the cycle
-    delta = np.zeros(length + 1, dtype=np.int64)
-    np.add.at(delta, lo1, req)
-    np.add.at(delta, hi1, -req)
-    np.add.at(delta, lo2, np.where(wrap, req, 0))
-    np.add.at(delta, hi2, np.where(wrap, -req, 0))
-    lb = int(np.cumsum(delta[:length]).max()) if n else 0
+    lb = _cyclic_live_peak(length, lo1, hi1, lo2, hi2, req)
     if not n:
         return Packing(np.zeros(0, dtype=np.int64), 0, lb, "cyclic-best-fit", time.perf_counter() - t0)
     # no packing of the aligned sizes beats their live peak around the cycle
-    np.add.at(delta, lo1, size - req)
-    np.add.at(delta, hi1, req - size)
-    np.add.at(delta, lo2, np.where(wrap, size - req, 0))
-    np.add.at(delta, hi2, np.where(wrap, req - size, 0))
-    floor = max(lb, int(np.cumsum(delta[:length]).max()))
+    floor = max(lb, _cyclic_live_peak(length, lo1, hi1, lo2, hi2, size))
     dur = end - start
     orders = {"size": np.lexsort((start, -dur, -size)), "duration": np.lexsort((start, -size, -dur)),
               "area": np.lexsort((start, -size, -(size * dur))), "time": np.lexsort((-size, start))}
@@ -568,16 +573,8 @@ def pack_cyclic_around(intervals: Iterable[Sequence[int]], length: int, fixed: I
     live = (hi1 > lo1) & (size > 0)
     fixed_top = int((fx[:, 3] + fx[:, 2])[live[:k]].max()) if live[:k].any() else 0
 
-    def live_peak(sz: np.ndarray) -> int:
-        delta = np.zeros(length + 1, dtype=np.int64)
-        np.add.at(delta, lo1, sz)
-        np.add.at(delta, hi1, -sz)
-        np.add.at(delta, lo2, np.where(hi2 > lo2, sz, 0))
-        np.add.at(delta, hi2, np.where(hi2 > lo2, -sz, 0))
-        return int(np.cumsum(delta[:length]).max()) if length else 0
-
-    lb = live_peak(np.concatenate([fx[:, 2], req]))
-    floor = max(fixed_top, live_peak(size))
+    lb = _cyclic_live_peak(length, lo1, hi1, lo2, hi2, np.concatenate([fx[:, 2], req]))
+    floor = max(fixed_top, _cyclic_live_peak(length, lo1, hi1, lo2, hi2, size))
     free = np.flatnonzero(live[k:]) + k
     if free.size == 0:
         return Packing(np.zeros(n, dtype=np.int64), fixed_top, lb, "fixed", time.perf_counter() - t0)
