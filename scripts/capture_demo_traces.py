@@ -3833,6 +3833,502 @@ def superres_train(*, steps: int, seed: int) -> float:
     return total
 
 
+@_workload(default_steps=8)
+def llama_train(*, steps: int, seed: int) -> float:
+    """A small LLaMA-style decoder-only language model (Touvron et al. 2023) trained on next-token
+    prediction, batch 6 sequences of 256 tokens, vocabulary 8000: an embedding 8000 x 384 (not tied
+    to the output), 6 pre-norm layers (RMSNorm, eps 1e-6, before attention and before the MLP; 6
+    heads of 64 with rotary position embeddings applied to the queries and keys from precomputed
+    cos/sin tables, causal scaled_dot_product_attention, no biases; a SwiGLU MLP, silu(x W1) * x W3
+    then W2, hidden 1024), a final RMSNorm and a linear 384-8000 (17 M weights); cross-entropy,
+    AdamW (betas 0.9 and 0.95, weight decay 0.1), gradients clipped to norm 1.0 by
+    clip_grad_norm_ before every update, and the learning rate set every step by a cosine schedule
+    (LambdaLR: a linear warmup over the first 2 steps, then a cosine decay toward 10% at the end
+    of the run); the tokens drawn from the data generator, fixed shapes, 8 steps."""
+    import math
+
+    torch.manual_seed(0)
+    vocab, length, batch, dim, heads, layers, hidden, warmup = 8000, 256, 6, 384, 6, 6, 1024, 2
+    head_dim = dim // heads
+    inv_freq = 1.0 / 10000 ** (torch.arange(0, head_dim, 2).float() / head_dim)
+    angles = torch.arange(length).float()[:, None] * inv_freq  # (length, head_dim / 2)
+    cos, sin = angles.cos(), angles.sin()
+
+    def rope(x: torch.Tensor) -> torch.Tensor:  # (batch, heads, length, head_dim), pairs interleaved
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+        return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1).flatten(-2)
+
+    class Layer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.attn_norm, self.mlp_norm = nn.RMSNorm(dim, eps=1e-6), nn.RMSNorm(dim, eps=1e-6)
+            self.qkv, self.out = nn.Linear(dim, 3 * dim, bias=False), nn.Linear(dim, dim, bias=False)
+            self.w1, self.w3 = nn.Linear(dim, hidden, bias=False), nn.Linear(dim, hidden, bias=False)
+            self.w2 = nn.Linear(hidden, dim, bias=False)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            b, t, _ = x.shape
+            q, k, v = self.qkv(self.attn_norm(x)).view(b, t, 3, heads, head_dim).permute(2, 0, 3, 1, 4)
+            att = nn.functional.scaled_dot_product_attention(rope(q), rope(k), v, is_causal=True)
+            x = x + self.out(att.transpose(1, 2).reshape(b, t, dim))
+            h = self.mlp_norm(x)
+            return x + self.w2(nn.functional.silu(self.w1(h)) * self.w3(h))
+
+    model = nn.Sequential(nn.Embedding(vocab, dim), *(Layer() for _ in range(layers)), nn.RMSNorm(dim, eps=1e-6),
+                          nn.Linear(dim, vocab, bias=False))
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.95), weight_decay=0.1)
+
+    def cosine(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        progress = (step - warmup) / max(1, steps - warmup)
+        return 0.1 + 0.45 * (1 + math.cos(math.pi * min(1.0, progress)))
+
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, cosine)
+    gen = torch.Generator().manual_seed(75 + seed)
+    total = 0.0
+    for _ in range(steps):
+        tokens = torch.randint(0, vocab, (batch, length + 1), generator=gen)
+        opt.zero_grad(set_to_none=True)
+        logits = model(tokens[:, :-1])
+        loss = nn.functional.cross_entropy(logits.reshape(-1, vocab), tokens[:, 1:].reshape(-1))
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        total += loss.item()
+    return total
+
+
+@_workload(default_steps=12)
+def multiscale_detect_train(*, steps: int, seed: int) -> float:
+    """A small YOLO-style anchor-free single-stage detector trained with multi-scale inputs, as
+    YOLO training does: every 2 steps the input resolution is drawn from the data generator out of
+    160, 192, ..., 320 (step 32), and each batch of 16 RGB images is resized to it (bilinear
+    interpolate) from its 320x320 original; 20 classes; a backbone of Conv2d with BatchNorm and
+    SiLU (a 3x3 conv 3-32 of stride 2, then stages 64, 128, 256 of a 3x3 stride-2 conv and a
+    residual pair, a 1x1 conv to half the channels and a 3x3 back; stride 16: grids of 10x10 to
+    20x20), a 3x3 conv 256-256 and a 1x1 head to 5 + 20 outputs per cell (objectness, box centre
+    offset and log size, class logits); each image has 6 ground-truth boxes (centres, sizes and classes from the data generator, relative to the
+    image), each assigned to the cell holding its centre at the step's resolution; the loss is the
+    BCE of the objectness over every cell, and at the assigned cells an MSE of the box terms and a
+    cross-entropy of the classes; SGD with Nesterov momentum 0.937 and weight decay 5e-4. A step's
+    shapes are fixed within a resolution, but every activation, gradient and target grid changes
+    size with the resolution drawn (seven sizes, not a fixed-shape step); 12 steps."""
+    torch.manual_seed(0)
+    batch, full, classes, n_boxes, stride, every = 16, 320, 20, 6, 16, 2
+    sizes = list(range(160, full + 1, 32))
+
+    def conv(cin: int, cout: int, s: int = 1, k: int = 3) -> nn.Sequential:
+        return nn.Sequential(nn.Conv2d(cin, cout, k, s, k // 2, bias=False), nn.BatchNorm2d(cout), nn.SiLU())
+
+    class Residual(nn.Module):
+        def __init__(self, c: int) -> None:
+            super().__init__()
+            self.body = nn.Sequential(conv(c, c // 2, k=1), conv(c // 2, c))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x + self.body(x)
+
+    model = nn.Sequential(conv(3, 32, 2), conv(32, 64, 2), Residual(64), conv(64, 128, 2), Residual(128),
+                          conv(128, 256, 2), Residual(256), conv(256, 256), nn.Conv2d(256, 5 + classes, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.937, nesterov=True, weight_decay=5e-4)
+    gen = torch.Generator().manual_seed(76 + seed)
+    total, size = 0.0, full
+    for step in range(steps):
+        if step % every == 0:
+            size = sizes[int(torch.randint(0, len(sizes), (1,), generator=gen))]
+        images = torch.rand(batch, 3, full, full, generator=gen)
+        centres = torch.rand(batch, n_boxes, 2, generator=gen)
+        extents = 0.05 + 0.45 * torch.rand(batch, n_boxes, 2, generator=gen)
+        labels = torch.randint(0, classes, (batch, n_boxes), generator=gen)
+        if size != full:
+            images = nn.functional.interpolate(images, size=(size, size), mode="bilinear", align_corners=False)
+        grid = size // stride
+        cell = (centres * grid).long().clamp(max=grid - 1)  # (batch, n_boxes, 2): x, y
+        b_idx = torch.arange(batch)[:, None].expand(-1, n_boxes).reshape(-1)
+        cx, cy = cell[..., 0].reshape(-1), cell[..., 1].reshape(-1)
+        box_target = torch.cat([centres * grid - cell, extents.log()], -1).reshape(-1, 4)
+        obj_target = torch.zeros(batch, grid, grid)
+        obj_target[b_idx, cy, cx] = 1.0
+        opt.zero_grad(set_to_none=True)
+        out = model(images).permute(0, 2, 3, 1)  # (batch, grid, grid, 5 + classes)
+        assigned = out[b_idx, cy, cx]  # (batch * n_boxes, 5 + classes)
+        loss = (nn.functional.binary_cross_entropy_with_logits(out[..., 0], obj_target)
+                + nn.functional.mse_loss(torch.cat([assigned[:, 1:3].sigmoid(), assigned[:, 3:5]], 1), box_target)
+                + nn.functional.cross_entropy(assigned[:, 5:], labels.reshape(-1)))
+        loss.backward()
+        opt.step()
+        total += loss.item()
+    return total
+
+
+@_workload(default_steps=3)
+def darts_search(*, steps: int, seed: int) -> float:
+    """DARTS differentiable architecture search (Liu et al. 2019, the first-order approximation)
+    on 32x32 RGB images, batch 16, 10 classes: a 3x3 Conv2d 3-48 stem with BatchNorm, then 2 cells
+    (a normal cell at 32x32 with 16 channels, a reduction cell to 16x16 with 32), each with two
+    input nodes (the two previous outputs, preprocessed by ReLU-conv-BN) and 3 intermediate nodes,
+    node i the sum over its 2 + i predecessors of a mixed operation (9 edges per cell): the softmax
+    of that edge's row of the architecture parameters (alphas, 9 x 6 for the normal cell and 9 x 6
+    for the reduction one) weighting every candidate operation's output, 6 of the DARTS primitives
+    (none: a multiply by zero; 3x3 max and average pooling, each followed by an affine-free
+    BatchNorm; skip connection, a factorized reduce on reducing edges; a 3x3 separable convolution,
+    two stacks of ReLU, depthwise conv, pointwise conv and BatchNorm; a 3x3 dilated separable
+    convolution, dilation 2), all computed and kept for the backward; a cell's output the
+    concatenation of its 3 nodes; global average pooling and a linear 96-10. Each step alternates
+    an architecture step, a validation batch's cross-entropy backpropagated (through the weights
+    too) and Adam (lr 3e-4, betas 0.5 and 0.999, weight decay 1e-3) updating only the alphas, and a
+    weight step on a training batch, SGD with momentum 0.9, weight decay 3e-4 and gradients
+    clipped to norm 5, updating only the network's weights; both batches drawn from the data
+    generator; fixed shapes, 3 steps (6 updates, each a forward and backward through every
+    candidate of every edge)."""
+    torch.manual_seed(0)
+    batch, size, classes, nodes, c0 = 16, 32, 10, 3, 16
+
+    def relu_conv_bn(cin: int, cout: int, k: int, s: int, p: int, affine: bool = False) -> nn.Sequential:
+        return nn.Sequential(nn.ReLU(), nn.Conv2d(cin, cout, k, s, p, bias=False), nn.BatchNorm2d(cout, affine=affine))
+
+    class FactorizedReduce(nn.Module):
+        def __init__(self, cin: int, cout: int) -> None:
+            super().__init__()
+            self.a, self.b = nn.Conv2d(cin, cout // 2, 1, 2, bias=False), nn.Conv2d(cin, cout // 2, 1, 2, bias=False)
+            self.bn = nn.BatchNorm2d(cout, affine=False)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            x = torch.relu(x)
+            return self.bn(torch.cat([self.a(x), self.b(x[:, :, 1:, 1:])], 1))
+
+    def sep_conv(c: int, k: int, s: int) -> nn.Sequential:
+        p = k // 2
+        return nn.Sequential(nn.ReLU(), nn.Conv2d(c, c, k, s, p, groups=c, bias=False), nn.Conv2d(c, c, 1, bias=False),
+                             nn.BatchNorm2d(c, affine=False),
+                             nn.ReLU(), nn.Conv2d(c, c, k, 1, p, groups=c, bias=False), nn.Conv2d(c, c, 1, bias=False),
+                             nn.BatchNorm2d(c, affine=False))
+
+    def dil_conv(c: int, k: int, s: int) -> nn.Sequential:
+        return nn.Sequential(nn.ReLU(), nn.Conv2d(c, c, k, s, k - 1, dilation=2, groups=c, bias=False),
+                             nn.Conv2d(c, c, 1, bias=False), nn.BatchNorm2d(c, affine=False))
+
+    class Zero(nn.Module):
+        def __init__(self, s: int) -> None:
+            super().__init__()
+            self.s = s
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x.mul(0.0) if self.s == 1 else x[:, :, ::self.s, ::self.s].mul(0.0)
+
+    def candidates(c: int, s: int) -> list[nn.Module]:
+        return [Zero(s), nn.Sequential(nn.MaxPool2d(3, s, 1), nn.BatchNorm2d(c, affine=False)),
+                nn.Sequential(nn.AvgPool2d(3, s, 1, count_include_pad=False), nn.BatchNorm2d(c, affine=False)),
+                nn.Identity() if s == 1 else FactorizedReduce(c, c), sep_conv(c, 3, s), dil_conv(c, 3, s)]
+
+    n_ops, n_edges = 6, sum(2 + i for i in range(nodes))
+
+    class MixedOp(nn.Module):
+        def __init__(self, c: int, s: int) -> None:
+            super().__init__()
+            self.ops = nn.ModuleList(candidates(c, s))
+
+        def forward(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+            return sum(wi * op(x) for wi, op in zip(w, self.ops))
+
+    class Cell(nn.Module):
+        def __init__(self, c_pp: int, c_p: int, c: int, reduction: bool, reduction_prev: bool) -> None:
+            super().__init__()
+            self.reduction = reduction
+            self.pre0 = FactorizedReduce(c_pp, c) if reduction_prev else relu_conv_bn(c_pp, c, 1, 1, 0)
+            self.pre1 = relu_conv_bn(c_p, c, 1, 1, 0)
+            self.edges = nn.ModuleList(MixedOp(c, 2 if reduction and j < 2 else 1)
+                                       for i in range(nodes) for j in range(2 + i))
+
+        def forward(self, s0: torch.Tensor, s1: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+            states, offset = [self.pre0(s0), self.pre1(s1)], 0
+            for _ in range(nodes):
+                s = sum(self.edges[offset + j](h, weights[offset + j]) for j, h in enumerate(states))
+                offset += len(states)
+                states.append(s)
+            return torch.cat(states[-nodes:], 1)
+
+    class Network(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.stem = nn.Sequential(nn.Conv2d(3, 3 * c0, 3, padding=1, bias=False), nn.BatchNorm2d(3 * c0))
+            c_pp, c_p, cells, reduction_prev = 3 * c0, 3 * c0, [], False
+            for c, reduction in ((c0, False), (2 * c0, True)):
+                cells.append(Cell(c_pp, c_p, c, reduction, reduction_prev))
+                c_pp, c_p, reduction_prev = c_p, nodes * c, reduction
+            self.cells = nn.ModuleList(cells)
+            self.head = nn.Linear(c_p, classes)
+            self.alphas_normal = nn.Parameter(1e-3 * torch.randn(n_edges, n_ops))
+            self.alphas_reduce = nn.Parameter(1e-3 * torch.randn(n_edges, n_ops))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            s0 = s1 = self.stem(x)
+            normal, reduce = self.alphas_normal.softmax(-1), self.alphas_reduce.softmax(-1)
+            for cell in self.cells:
+                s0, s1 = s1, cell(s0, s1, reduce if cell.reduction else normal)
+            return self.head(s1.mean((2, 3)))
+
+    model = Network()
+    arch = [model.alphas_normal, model.alphas_reduce]
+    weights = [p for n, p in model.named_parameters() if not n.startswith("alphas")]
+    w_opt = torch.optim.SGD(weights, lr=0.025, momentum=0.9, weight_decay=3e-4)
+    a_opt = torch.optim.Adam(arch, lr=3e-4, betas=(0.5, 0.999), weight_decay=1e-3)
+    gen = torch.Generator().manual_seed(77 + seed)
+    total = 0.0
+    for _ in range(steps):
+        x_val = torch.randn(batch, 3, size, size, generator=gen)
+        y_val = torch.randint(0, classes, (batch,), generator=gen)
+        x_train = torch.randn(batch, 3, size, size, generator=gen)
+        y_train = torch.randint(0, classes, (batch,), generator=gen)
+        a_opt.zero_grad(set_to_none=True)
+        loss = nn.functional.cross_entropy(model(x_val), y_val)
+        loss.backward()
+        a_opt.step()
+        total += loss.item()
+        w_opt.zero_grad(set_to_none=True)
+        a_opt.zero_grad(set_to_none=True)
+        loss = nn.functional.cross_entropy(model(x_train), y_train)
+        loss.backward()
+        nn.utils.clip_grad_norm_(weights, 5.0)
+        w_opt.step()
+        total += loss.item()
+    return total
+
+
+@_workload(default_steps=24)
+def dqn_replay_train(*, steps: int, seed: int) -> float:
+    """DQN (Mnih et al. 2015) on a synthetic Atari-like vector environment with an on-device
+    replay buffer: 32 environments whose observations are stacks of 4 84x84 uint8 frames (each
+    environment step shifts its stack by one frame and appends a new frame from the data
+    generator; rewards and episode ends, probability 0.02, drawn too, an ended episode's stack
+    replaced by a new one); the Nature CNN (Conv2d
+    4-32 8x8 stride 4, 32-64 4x4 stride 2, 64-64 3x3, ReLU, a linear 3136-512 and 512-6 actions)
+    as online network and a target network of the same shape synced to it by load_state_dict
+    every 4 steps; the replay buffer preallocated tensors of 2048 transitions (observation and
+    next observation, 2 x 2048 x 4 x 84 x 84 uint8, 110 MiB, with action, reward and done)
+    written in place as a ring. Each step acts for 4 environment steps (epsilon-greedy, epsilon
+    falling from 1.0 to 0.1, the online network's greedy actions under no_grad for the 32
+    observations), storing 128 transitions, so the buffer fills up over the first 16 steps and
+    wraps after; then one update on a batch of 128 transitions sampled uniformly by index from the
+    filled part of the buffer (gathered and scaled to [0, 1] as float), the target max_a Q(s', a)
+    from the target network under no_grad, Huber loss, Adam (lr 1e-4), gradients clipped to norm
+    10. Fixed shapes; 24 steps."""
+    torch.manual_seed(0)
+    envs, frames, res, actions, capacity, batch, act_steps, sync, gamma = 32, 4, 84, 6, 2048, 128, 4, 4, 0.99
+
+    def q_net() -> nn.Sequential:
+        return nn.Sequential(nn.Conv2d(frames, 32, 8, 4), nn.ReLU(), nn.Conv2d(32, 64, 4, 2), nn.ReLU(),
+                             nn.Conv2d(64, 64, 3, 1), nn.ReLU(), nn.Flatten(), nn.Linear(3136, 512), nn.ReLU(),
+                             nn.Linear(512, actions))
+
+    online, target = q_net(), q_net()
+    target.load_state_dict(online.state_dict())
+    target.requires_grad_(False)
+    opt = torch.optim.Adam(online.parameters(), lr=1e-4)
+    obs_buf = torch.zeros(capacity, frames, res, res, dtype=torch.uint8)
+    next_buf = torch.zeros(capacity, frames, res, res, dtype=torch.uint8)
+    act_buf = torch.zeros(capacity, dtype=torch.long)
+    rew_buf, done_buf = torch.zeros(capacity), torch.zeros(capacity)
+    gen = torch.Generator().manual_seed(78 + seed)
+    obs = torch.randint(0, 256, (envs, frames, res, res), dtype=torch.uint8, generator=gen)
+    ptr, filled, total = 0, 0, 0.0
+    for step in range(steps):
+        epsilon = max(0.1, 1.0 - 0.9 * step / max(1, steps - 1))
+        for _ in range(act_steps):
+            with torch.no_grad():
+                greedy = online(obs.float() / 255).argmax(1)
+            explore = torch.rand(envs, generator=gen) < epsilon
+            action = torch.where(explore, torch.randint(0, actions, (envs,), generator=gen), greedy)
+            frame = torch.randint(0, 256, (envs, 1, res, res), dtype=torch.uint8, generator=gen)
+            next_obs = torch.cat([obs[:, 1:], frame], 1)
+            reward = torch.randn(envs, generator=gen)
+            done = (torch.rand(envs, generator=gen) < 0.02).float()
+            idx = (ptr + torch.arange(envs)) % capacity
+            obs_buf[idx], next_buf[idx], act_buf[idx], rew_buf[idx], done_buf[idx] = obs, next_obs, action, reward, done
+            ptr, filled = (ptr + envs) % capacity, min(capacity, filled + envs)
+            reset = torch.randint(0, 256, (envs, frames, res, res), dtype=torch.uint8, generator=gen)
+            obs = torch.where(done.bool()[:, None, None, None], reset, next_obs)
+        sample = torch.randint(0, filled, (batch,), generator=gen)
+        s, s2 = obs_buf[sample].float() / 255, next_buf[sample].float() / 255
+        with torch.no_grad():
+            y = rew_buf[sample] + gamma * (1 - done_buf[sample]) * target(s2).max(1).values
+        opt.zero_grad(set_to_none=True)
+        q = online(s).gather(1, act_buf[sample][:, None])[:, 0]
+        loss = nn.functional.smooth_l1_loss(q, y)
+        loss.backward()
+        nn.utils.clip_grad_norm_(online.parameters(), 10.0)
+        opt.step()
+        if (step + 1) % sync == 0:
+            target.load_state_dict(online.state_dict())
+        total += loss.item()
+    return total
+
+
+@_workload(default_steps=8)
+def dit_train(*, steps: int, seed: int) -> float:
+    """A small class-conditional diffusion transformer (DiT, Peebles and Xie 2023; DiT-S-like
+    blocks) trained on noise prediction, batch 16 images of 32x32x4 (latent-sized), 10 classes: the
+    input patchified by a 2x2 stride-2 Conv2d 4-256 (256 tokens) plus fixed 2-D sinusoidal
+    positions; the conditioning c a sinusoidal timestep embedding (256) through an MLP 256-256-256
+    (SiLU) plus a class embedding (11 rows: the 11th the null class, which replaces the label with
+    probability 0.1, for classifier-free guidance); 6 blocks (d_model 256, 4 heads of 64, MLP 1024
+    GELU-tanh), each with adaLN-Zero: a linear from silu(c) to 6 x 256 (shift, scale and gate for
+    the attention and for the MLP, initialised to zero), LayerNorm without affine weights modulated
+    by x * (1 + scale) + shift, the branch output multiplied by its gate; a final adaLN layer (2 x
+    256 modulation) and a linear 256-16 unpatchified back to 4x32x32; per sample a timestep drawn
+    from 0-999 (linear beta schedule 1e-4 to 0.02), the loss the MSE of the predicted noise;
+    AdamW (lr 1e-4, no weight decay); data, noise, timesteps and label drops from the data
+    generator, fixed shapes, 8 steps."""
+    import math
+
+    torch.manual_seed(0)
+    batch, size, channels, patch, dim, heads, depth, classes, timesteps = 16, 32, 4, 2, 256, 4, 6, 10, 1000
+    grid = size // patch
+
+    def sinusoid(pos: torch.Tensor, d: int) -> torch.Tensor:
+        freqs = torch.exp(-math.log(10000.0) * torch.arange(d // 2) / (d // 2))
+        angles = pos[:, None].float() * freqs
+        return torch.cat([angles.sin(), angles.cos()], 1)
+
+    ys, xs = torch.meshgrid(torch.arange(grid), torch.arange(grid), indexing="ij")
+    pos_embed = torch.cat([sinusoid(ys.reshape(-1), dim // 2), sinusoid(xs.reshape(-1), dim // 2)], 1)  # (256, dim)
+
+    def modulate(x: torch.Tensor, shift: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+        return x * (1 + scale[:, None]) + shift[:, None]
+
+    class Block(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.norm1 = nn.LayerNorm(dim, elementwise_affine=False, eps=1e-6)
+            self.norm2 = nn.LayerNorm(dim, elementwise_affine=False, eps=1e-6)
+            self.qkv, self.proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+            self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(approximate="tanh"), nn.Linear(4 * dim, dim))
+            self.ada = nn.Linear(dim, 6 * dim)
+            nn.init.zeros_(self.ada.weight)
+            nn.init.zeros_(self.ada.bias)
+
+        def forward(self, x: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+            b, t, _ = x.shape
+            shift1, scale1, gate1, shift2, scale2, gate2 = self.ada(nn.functional.silu(c)).chunk(6, 1)
+            q, k, v = self.qkv(modulate(self.norm1(x), shift1, scale1)).view(b, t, 3, heads, dim // heads) \
+                .permute(2, 0, 3, 1, 4)
+            att = nn.functional.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, t, dim)
+            x = x + gate1[:, None] * self.proj(att)
+            return x + gate2[:, None] * self.mlp(modulate(self.norm2(x), shift2, scale2))
+
+    class DiT(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.patchify = nn.Conv2d(channels, dim, patch, patch)
+            self.time = nn.Sequential(nn.Linear(256, dim), nn.SiLU(), nn.Linear(dim, dim))
+            self.label = nn.Embedding(classes + 1, dim)
+            self.blocks = nn.ModuleList(Block() for _ in range(depth))
+            self.final_norm = nn.LayerNorm(dim, elementwise_affine=False, eps=1e-6)
+            self.final_ada, self.final = nn.Linear(dim, 2 * dim), nn.Linear(dim, patch * patch * channels)
+
+        def forward(self, x: torch.Tensor, t: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            b = len(x)
+            h = self.patchify(x).flatten(2).transpose(1, 2) + pos_embed
+            c = self.time(sinusoid(t, 256)) + self.label(y)
+            for block in self.blocks:
+                h = block(h, c)
+            shift, scale = self.final_ada(nn.functional.silu(c)).chunk(2, 1)
+            h = self.final(modulate(self.final_norm(h), shift, scale))  # (b, 256, patch * patch * channels)
+            h = h.view(b, grid, grid, patch, patch, channels).permute(0, 5, 1, 3, 2, 4)
+            return h.reshape(b, channels, size, size)
+
+    model = DiT()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.0)
+    alpha_bar = torch.cumprod(1 - torch.linspace(1e-4, 0.02, timesteps), 0)
+    gen = torch.Generator().manual_seed(79 + seed)
+    total = 0.0
+    for _ in range(steps):
+        x0 = torch.randn(batch, channels, size, size, generator=gen)
+        labels = torch.randint(0, classes, (batch,), generator=gen)
+        labels = torch.where(torch.rand(batch, generator=gen) < 0.1, classes, labels)
+        t = torch.randint(0, timesteps, (batch,), generator=gen)
+        eps = torch.randn(batch, channels, size, size, generator=gen)
+        a = alpha_bar[t][:, None, None, None]
+        opt.zero_grad(set_to_none=True)
+        loss = nn.functional.mse_loss(model(a.sqrt() * x0 + (1 - a).sqrt() * eps, t, labels), eps)
+        loss.backward()
+        opt.step()
+        total += loss.item()
+    return total
+
+
+@_workload(default_steps=8)
+def dynamic_token_vit(*, steps: int, seed: int) -> float:
+    """A ViT whose tokens are pruned between blocks by a learned score and a data-dependent
+    threshold (in the manner of DynamicViT, Rao et al. 2021, and EViT, Liang et al. 2022), on
+    128x128 RGB images, batch 16, 100 classes: 8x8 patches (256 tokens and a class token) embedded
+    by a Conv2d 3-256 plus learned positions, 8 pre-norm encoder blocks (d_model 256, 4 heads, MLP
+    1024 GELU); before blocks 3, 5 and 7 a score predictor (LayerNorm, a linear 256-64, GELU, a
+    linear 64-1) scores every patch token still kept, the threshold of each image is the mean of
+    its tokens' scores, and the step keeps k tokens per image, k the batch's mean number of tokens
+    scoring above their image's threshold (rounded, at least 8): the k best of each image gathered
+    by index and multiplied by the sigmoid of their scores (so the predictor gets a gradient), the
+    class token always kept; cross-entropy of a linear head on the final class token; AdamW,
+    gradients clipped to norm 1; the images are a background of faint noise with 1-6 rectangles of
+    strong noise each (corners from the data generator), so the scores, the thresholds and the
+    counts follow each image's content. The kept-token counts, and with them every tensor of the
+    later blocks, change every step by design (not a fixed-shape step); 8 steps."""
+    torch.manual_seed(0)
+    batch, size, patch, dim, heads, depth, classes, max_objects = 16, 128, 8, 256, 4, 8, 100, 6
+    tokens = (size // patch) ** 2
+    prune_before = (2, 4, 6)
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed = nn.Conv2d(3, dim, patch, patch)
+            self.cls = nn.Parameter(torch.zeros(1, 1, dim))
+            self.pos = nn.Parameter(0.02 * torch.randn(1, tokens + 1, dim))
+            self.blocks = nn.ModuleList(nn.TransformerEncoderLayer(dim, heads, 4 * dim, dropout=0.0, activation="gelu",
+                                                                   batch_first=True, norm_first=True)
+                                        for _ in range(depth))
+            self.scorers = nn.ModuleList(nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, dim // 4), nn.GELU(),
+                                                       nn.Linear(dim // 4, 1)) for _ in prune_before)
+            self.norm, self.head = nn.LayerNorm(dim), nn.Linear(dim, classes)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            h = self.embed(x).flatten(2).transpose(1, 2)
+            h = torch.cat([self.cls.expand(len(x), -1, -1), h], 1) + self.pos
+            for i, block in enumerate(self.blocks):
+                if i in prune_before:
+                    score = self.scorers[prune_before.index(i)](h[:, 1:])[..., 0]  # (batch, n)
+                    above = (score > score.mean(1, keepdim=True)).sum(1)
+                    k = max(8, round(float(above.float().mean())))
+                    best, idx = score.topk(k, 1)
+                    kept = h[:, 1:].gather(1, idx[..., None].expand(-1, -1, dim)) * torch.sigmoid(best)[..., None]
+                    h = torch.cat([h[:, :1], kept], 1)
+                h = block(h)
+            return self.head(self.norm(h[:, 0]))
+
+    model = Net()
+    opt = torch.optim.AdamW(model.parameters(), lr=5e-4, weight_decay=0.05)
+    gen = torch.Generator().manual_seed(80 + seed)
+    total = 0.0
+    for _ in range(steps):
+        images = 0.1 * torch.randn(batch, 3, size, size, generator=gen)
+        for image in images:
+            for _ in range(int(torch.randint(1, max_objects + 1, (1,), generator=gen))):
+                x0, y0 = torch.randint(0, size - 16, (2,), generator=gen).tolist()
+                w, h = torch.randint(16, 64, (2,), generator=gen).tolist()
+                region = image[:, y0:y0 + h, x0:x0 + w]
+                region += torch.randn(region.shape, generator=gen)
+        labels = torch.randint(0, classes, (batch,), generator=gen)
+        opt.zero_grad(set_to_none=True)
+        loss = nn.functional.cross_entropy(model(images), labels)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        total += loss.item()
+    return total
+
+
 WORKLOADS: dict[str, Workload] = {
     "mlp-train": mlp_train,
     "cnn-train": cnn_train,
@@ -3986,6 +4482,21 @@ HELDOUT: dict[str, Workload] = {
     "act-ponder-train": act_ponder_train,
     "train-eval-interleave": train_eval_interleave,
     "superres-train": superres_train,
+    # the fourteenth set, captured after the thirteenth set was measured and committed (in
+    # fourteenth/) before it is measured, to check the next change: a LLaMA-style decoder with
+    # rotary embeddings, RMSNorm and SwiGLU under gradient clipping and a cosine schedule, a
+    # detector trained on an input resolution drawn anew every few steps (multi-scale training),
+    # a differentiable architecture search whose mixed operations keep every candidate's
+    # output and whose architecture and weight steps alternate, DQN with a preallocated replay
+    # ring filled as the run goes and a target network synced every few steps, a diffusion
+    # transformer with adaLN-Zero conditioning, a ViT whose kept-token counts follow a learned
+    # score every step
+    "llama-train": llama_train,
+    "multiscale-detect-train": multiscale_detect_train,
+    "darts-search": darts_search,
+    "dqn-replay-train": dqn_replay_train,
+    "dit-train": dit_train,
+    "dynamic-token-vit": dynamic_token_vit,
 }
 
 
