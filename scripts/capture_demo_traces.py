@@ -4329,6 +4329,390 @@ def dynamic_token_vit(*, steps: int, seed: int) -> float:
     return total
 
 
+@_workload(default_steps=12)
+def gat_padded_train(*, steps: int, seed: int) -> float:
+    """Graph attention network (GAT, Velickovic et al. 2018) for graph classification on dense
+    padded batches (as graph transformers batch graphs): each step 32 graphs whose node counts are
+    drawn from 16-192 by the data generator, padded to the step's largest graph, with 64 node
+    features, a dense adjacency (each pair joined with probability 6/n, symmetric, self loops on
+    the real nodes) and a padding mask; 3 GAT layers of 4 heads x 64 (a linear 64-256 or 256-256
+    without bias, per-head source and target attention vectors, the logits a_src.Wh_i + a_dst.Wh_j
+    through LeakyReLU 0.2, masked to the adjacency with -inf, softmax over the neighbours, dropout
+    0.1 on the attention weights, heads concatenated, ELU, a residual connection and LayerNorm from
+    the second layer on), a masked mean over each graph's real nodes, an MLP 256-256-10;
+    cross-entropy, AdamW (weight decay 5e-4). Every tensor of a step is sized by its largest
+    graph (the attention is batch x 4 x n x n; n changes every step by design: not a fixed-shape
+    step); 12 steps."""
+    torch.manual_seed(0)
+    batch, features, heads, head_dim, layers, classes, low, high = 32, 64, 4, 64, 3, 10, 16, 192
+    width = heads * head_dim
+
+    class GATLayer(nn.Module):
+        def __init__(self, cin: int) -> None:
+            super().__init__()
+            self.lin = nn.Linear(cin, width, bias=False)
+            self.a_src, self.a_dst = nn.Parameter(0.1 * torch.randn(heads, head_dim)), \
+                nn.Parameter(0.1 * torch.randn(heads, head_dim))
+            self.norm = nn.LayerNorm(width) if cin == width else None
+
+        def forward(self, x: torch.Tensor, adj: torch.Tensor) -> torch.Tensor:
+            b, n, _ = x.shape
+            h = self.lin(x).view(b, n, heads, head_dim).transpose(1, 2)  # (b, heads, n, head_dim)
+            src, dst = (h * self.a_src[:, None]).sum(-1), (h * self.a_dst[:, None]).sum(-1)  # (b, heads, n)
+            logits = nn.functional.leaky_relu(src[..., :, None] + dst[..., None, :], 0.2)
+            logits = logits.masked_fill(~adj[:, None], float("-inf"))
+            att = nn.functional.dropout(torch.softmax(logits, -1).nan_to_num(0.0), 0.1, self.training)
+            out = nn.functional.elu((att @ h).transpose(1, 2).reshape(b, n, width))
+            return out if self.norm is None else self.norm(x + out)
+
+    class GAT(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layers = nn.ModuleList(GATLayer(features if i == 0 else width) for i in range(layers))
+            self.head = nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, classes))
+
+        def forward(self, x: torch.Tensor, adj: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+            for layer in self.layers:
+                x = layer(x, adj)
+            pooled = (x * mask[..., None]).sum(1) / mask.sum(1, keepdim=True)
+            return self.head(pooled)
+
+    model = GAT()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=5e-4)
+    gen = torch.Generator().manual_seed(81 + seed)
+    total = 0.0
+    for _ in range(steps):
+        counts = torch.randint(low, high + 1, (batch,), generator=gen)
+        n = int(counts.max())
+        mask = torch.arange(n)[None] < counts[:, None]  # (batch, n): the real nodes
+        pair = mask[:, :, None] & mask[:, None, :]
+        edges = torch.rand(batch, n, n, generator=gen) < (6.0 / counts.float())[:, None, None]
+        adj = ((edges | edges.transpose(1, 2)) & pair) | torch.diag_embed(mask)
+        x = torch.randn(batch, n, features, generator=gen) * mask[..., None]
+        labels = torch.randint(0, classes, (batch,), generator=gen)
+        opt.zero_grad(set_to_none=True)
+        loss = nn.functional.cross_entropy(model(x, adj, mask), labels)
+        loss.backward()
+        opt.step()
+        total += loss.item()
+    return total
+
+
+@_workload(default_steps=6)
+def amp_effnet_train(*, steps: int, seed: int) -> float:
+    """Mixed-precision training of a small EfficientNet-style CNN (Tan and Le 2019; B0-like
+    MBConv blocks) under bfloat16 autocast with loss scaling, on 128x128 RGB images, batch 32, 100
+    classes: a 3x3 stride-2 stem 3-32, then MBConv blocks (a 1x1 expansion by 6 except in the
+    first, a depthwise 3x3 or 5x5 conv, squeeze-and-excitation at a quarter of the block's input
+    channels, a 1x1 projection, BatchNorm and SiLU throughout, a residual where the shapes agree)
+    of 16, 24 x 2, 40 x 2, 80 x 2 and 112 channels at strides 1, 2, 2, 2 and 1, a 1x1 head conv
+    to 640, global average pooling and a linear 640-100; the forward and the label-smoothed (0.1)
+    cross-entropy under torch.autocast("cpu", dtype=torch.bfloat16) (the convolutions and linears
+    in bfloat16, their casts of the weights made anew every step); a torch.amp.GradScaler("cpu")
+    (initial scale 2 ** 12, growth every 3 steps) multiplies the loss before the backward and
+    unscales the gradients with its foreach non-finite check before clip_grad_norm_ (norm 2,
+    foreach); AdamW with foreach=True (its update as lists of temporaries, one per parameter) and
+    weight decay 0.05. Fixed shapes; 6 steps."""
+    torch.manual_seed(0)
+    batch, size, classes, head = 32, 128, 100, 640
+
+    def conv_bn(cin: int, cout: int, k: int, s: int = 1, groups: int = 1, act: bool = True) -> nn.Sequential:
+        layers: list[nn.Module] = [nn.Conv2d(cin, cout, k, s, k // 2, groups=groups, bias=False), nn.BatchNorm2d(cout)]
+        return nn.Sequential(*layers, nn.SiLU()) if act else nn.Sequential(*layers)
+
+    class SqueezeExcite(nn.Module):
+        def __init__(self, c: int, squeeze: int) -> None:
+            super().__init__()
+            self.reduce, self.expand = nn.Conv2d(c, squeeze, 1), nn.Conv2d(squeeze, c, 1)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            s = self.expand(nn.functional.silu(self.reduce(x.mean((2, 3), keepdim=True))))
+            return x * torch.sigmoid(s)
+
+    class MBConv(nn.Module):
+        def __init__(self, cin: int, cout: int, k: int, s: int, expand: int) -> None:
+            super().__init__()
+            mid = cin * expand
+            self.body = nn.Sequential(*([conv_bn(cin, mid, 1)] if expand != 1 else []),
+                                      conv_bn(mid, mid, k, s, groups=mid), SqueezeExcite(mid, max(1, cin // 4)),
+                                      conv_bn(mid, cout, 1, act=False))
+            self.residual = s == 1 and cin == cout
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x + self.body(x) if self.residual else self.body(x)
+
+    blocks: list[nn.Module] = [conv_bn(3, 32, 3, 2)]
+    cin = 32
+    for expand, cout, repeats, stride, k in ((1, 16, 1, 1, 3), (6, 24, 2, 2, 3), (6, 40, 2, 2, 5), (6, 80, 2, 2, 3),
+                                             (6, 112, 1, 1, 5)):
+        for r in range(repeats):
+            blocks.append(MBConv(cin, cout, k, stride if r == 0 else 1, expand))
+            cin = cout
+    model = nn.Sequential(*blocks, conv_bn(cin, head, 1), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                          nn.Linear(head, classes))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.05, foreach=True)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 12, growth_interval=3)
+    gen = torch.Generator().manual_seed(82 + seed)
+    total = 0.0
+    for _ in range(steps):
+        images = torch.randn(batch, 3, size, size, generator=gen)
+        labels = torch.randint(0, classes, (batch,), generator=gen)
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = nn.functional.cross_entropy(model(images), labels, label_smoothing=0.1)
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)
+        nn.utils.clip_grad_norm_(model.parameters(), 2.0, foreach=True)
+        scaler.step(opt)
+        scaler.update()
+        total += loss.item()
+    return total
+
+
+@_workload(default_steps=3)
+def chunked_attn_train(*, steps: int, seed: int) -> float:
+    """A long-context causal language model trained with memory-efficient attention computed in
+    blocks (the tiling of Rabe and Staats 2021 and of FlashAttention, written out in PyTorch), one
+    sequence of 8192 tokens per step, vocabulary 4096: an embedding 4096 x 256 plus learned
+    positions, 2 pre-norm layers (d_model 256, 4 heads of 64, MLP 1024 GELU), a final LayerNorm and
+    a linear 256-4096; each layer's attention is computed query chunk by query chunk (8 chunks of
+    1024 queries), each chunk walking over the key and value chunks of 1024 up to its causal limit
+    (1 to 8 of them) with a running maximum, a running sum and an output rescaled at every key
+    chunk (online softmax, the causal mask built only on the blocks that cross the diagonal), and
+    each query chunk wrapped in torch.utils.checkpoint (non-reentrant), so that only its output is
+    kept and its blocks are computed again in the backward, chunk by chunk; next-token
+    cross-entropy, AdamW. Fixed shapes; a step makes and drops its 72 score blocks of 4 x 1024 x
+    1024 one after another, twice (the forward and the recomputation); 3 steps."""
+    from torch.utils.checkpoint import checkpoint
+
+    torch.manual_seed(0)
+    vocab, length, dim, heads, layers, q_chunk, k_chunk = 4096, 8192, 256, 4, 2, 1024, 1024
+    head_dim = dim // heads
+    scale = head_dim ** -0.5
+
+    def chunk_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, start: int) -> torch.Tensor:
+        """Queries ``start:start + q_chunk`` of (heads, length, head_dim) against their causal keys."""
+        end = start + q_chunk
+        m = q.new_full((heads, q_chunk, 1), float("-inf"))
+        s = q.new_zeros(heads, q_chunk, 1)
+        out = q.new_zeros(heads, q_chunk, head_dim)
+        q_pos = torch.arange(start, end)[:, None]
+        for k0 in range(0, end, k_chunk):
+            k1 = min(k0 + k_chunk, end)
+            scores = (q * scale) @ k[:, k0:k1].transpose(1, 2)  # (heads, q_chunk, k1 - k0)
+            if k1 > start + 1:  # the block crosses the diagonal: mask the keys after each query
+                scores = scores.masked_fill(torch.arange(k0, k1)[None] > q_pos, float("-inf"))
+            m_new = torch.maximum(m, scores.amax(-1, keepdim=True))
+            p = torch.exp(scores - m_new)
+            correction = torch.exp(m - m_new)
+            s = s * correction + p.sum(-1, keepdim=True)
+            out = out * correction + p @ v[:, k0:k1]
+            m = m_new
+        return out / s
+
+    class Layer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.norm1, self.norm2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+            self.qkv, self.proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+            self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:  # (length, dim)
+            q, k, v = self.qkv(self.norm1(x)).view(length, 3, heads, head_dim).permute(1, 2, 0, 3)
+            att = torch.cat([checkpoint(chunk_attention, q[:, i:i + q_chunk], k, v, i, use_reentrant=False)
+                             for i in range(0, length, q_chunk)], 1)  # (heads, length, head_dim)
+            x = x + self.proj(att.transpose(0, 1).reshape(length, dim))
+            return x + self.mlp(self.norm2(x))
+
+    class LM(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed, self.pos = nn.Embedding(vocab, dim), nn.Parameter(0.02 * torch.randn(length, dim))
+            self.layers = nn.ModuleList(Layer() for _ in range(layers))
+            self.norm, self.head = nn.LayerNorm(dim), nn.Linear(dim, vocab)
+
+        def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+            x = self.embed(tokens) + self.pos
+            for layer in self.layers:
+                x = layer(x)
+            return self.head(self.norm(x))
+
+    model = LM()
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
+    gen = torch.Generator().manual_seed(83 + seed)
+    total = 0.0
+    for _ in range(steps):
+        tokens = torch.randint(0, vocab, (length + 1,), generator=gen)
+        opt.zero_grad(set_to_none=True)
+        loss = nn.functional.cross_entropy(model(tokens[:-1]), tokens[1:])
+        loss.backward()
+        opt.step()
+        total += loss.item()
+    return total
+
+
+@_workload(default_steps=10)
+def vmap_ensemble_train(*, steps: int, seed: int) -> float:
+    """A deep ensemble (Lakshminarayanan et al. 2017) of 8 small CNNs trained together as one
+    batched model with torch.func: the 8 members (each a 3x3 Conv2d 3-32, 32-64 and 64-128 with
+    GroupNorm of 8 groups, ReLU and 2x2 max pooling, then a linear 2048-256-10) initialised apart
+    and stacked by torch.func.stack_module_state into tensors with a leading dimension of 8 (the
+    stacked weights the leaves trained), one functional_call of a meta-device copy run over them
+    by torch.func.vmap, each member on its own bootstrap batch of 64 of the step's 256 32x32 RGB
+    images (indices from the data generator), so every convolution is a batched (grouped) one over
+    the 8 members; the members' cross-entropies summed, backward into the stacked weights, Adam on
+    them. Fixed shapes; 10 steps."""
+    import copy
+
+    from torch.func import functional_call, stack_module_state, vmap
+
+    torch.manual_seed(0)
+    members, pool, batch, size, classes = 8, 256, 64, 32, 10
+
+    def member() -> nn.Sequential:
+        def block(cin: int, cout: int) -> list[nn.Module]:
+            return [nn.Conv2d(cin, cout, 3, padding=1), nn.GroupNorm(8, cout), nn.ReLU(), nn.MaxPool2d(2)]
+
+        return nn.Sequential(*block(3, 32), *block(32, 64), *block(64, 128), nn.Flatten(),
+                             nn.Linear(128 * 4 * 4, 256), nn.ReLU(), nn.Linear(256, classes))
+
+    models = [member() for _ in range(members)]
+    params, buffers = stack_module_state(models)  # type: ignore[arg-type]
+    base = copy.deepcopy(models[0]).to("meta")
+    del models
+
+    def run(p: dict[str, torch.Tensor], b: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+        return functional_call(base, (p, b), (x,))
+
+    ensemble = vmap(run)
+    opt = torch.optim.Adam(list(params.values()), lr=1e-3)
+    gen = torch.Generator().manual_seed(84 + seed)
+    total = 0.0
+    for _ in range(steps):
+        images = torch.randn(pool, 3, size, size, generator=gen)
+        labels = torch.randint(0, classes, (pool,), generator=gen)
+        idx = torch.randint(0, pool, (members, batch), generator=gen)  # a bootstrap batch per member
+        opt.zero_grad(set_to_none=True)
+        logits = ensemble(params, buffers, images[idx])  # (members, batch, classes)
+        loss = nn.functional.cross_entropy(logits.reshape(-1, classes), labels[idx].reshape(-1)) * members
+        loss.backward()
+        opt.step()
+        total += loss.item()
+    return total
+
+
+@_workload(default_steps=16)
+def dkl_gp_train(*, steps: int, seed: int) -> float:
+    """Exact Gaussian-process regression with a deep kernel (deep kernel learning, Wilson et al.
+    2016) trained on the exact marginal likelihood, in float64: each step draws a minibatch of n
+    training points, n from 1024-2048 in steps of 128 (the data generator), of 32 input features
+    and a target from a fixed smooth function plus noise, and 512 test points; an MLP 32-256-256-16
+    (ReLU, float64) maps the inputs to features, an RBF kernel with 16 ARD lengthscales and an
+    output scale (log-parametrised) gives K (n x n) plus the noise variance on its diagonal, and
+    the loss is the negative log marginal likelihood per point (0.5 y^T K^-1 y + the sum of log
+    diag L + const, L from torch.linalg.cholesky, alpha from cholesky_solve) plus the negative
+    predictive log-likelihood of the 512 test points under the posterior (the cross-kernel 512 x
+    n, a triangular solve for the variances); Adam on the MLP and the kernel's hyperparameters,
+    everything backpropagated through the Cholesky factorisation and the solves. Matrices of 8 to
+    32 MiB whose size changes with n every step (not a fixed-shape step); 16 steps."""
+    import math
+
+    torch.manual_seed(0)
+    features, hidden, latent, test, low, high, step_n = 32, 256, 16, 512, 1024, 2048, 128
+    dtype = torch.float64
+    net = nn.Sequential(nn.Linear(features, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
+                        nn.Linear(hidden, latent)).to(dtype)
+    log_lengthscale = nn.Parameter(torch.zeros(latent, dtype=dtype))
+    log_outputscale = nn.Parameter(torch.zeros((), dtype=dtype))
+    log_noise = nn.Parameter(torch.tensor(-2.0, dtype=dtype))
+    opt = torch.optim.Adam([*net.parameters(), log_lengthscale, log_outputscale, log_noise], lr=1e-3)
+    direction = torch.randn(features, 4, dtype=dtype)
+
+    def target(x: torch.Tensor) -> torch.Tensor:
+        z = x @ direction
+        return torch.sin(z[:, 0]) + 0.5 * torch.cos(2 * z[:, 1]) + 0.3 * z[:, 2] * z[:, 3]
+
+    def kernel(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        a, b = a / log_lengthscale.exp(), b / log_lengthscale.exp()
+        sq = (a * a).sum(1)[:, None] + (b * b).sum(1)[None] - 2 * a @ b.T
+        return log_outputscale.exp() * torch.exp(-0.5 * sq.clamp_min(0))
+
+    gen = torch.Generator().manual_seed(85 + seed)
+    total = 0.0
+    for _ in range(steps):
+        n = low + step_n * int(torch.randint(0, (high - low) // step_n + 1, (1,), generator=gen))
+        x = torch.randn(n, features, dtype=dtype, generator=gen)
+        y = target(x) + 0.1 * torch.randn(n, dtype=dtype, generator=gen)
+        x_test = torch.randn(test, features, dtype=dtype, generator=gen)
+        y_test = target(x_test) + 0.1 * torch.randn(test, dtype=dtype, generator=gen)
+        opt.zero_grad(set_to_none=True)
+        f, f_test = net(x), net(x_test)
+        noise = log_noise.exp()
+        k = kernel(f, f) + (noise + 1e-6) * torch.eye(n, dtype=dtype)
+        chol = torch.linalg.cholesky(k)
+        alpha = torch.cholesky_solve(y[:, None], chol)
+        nll = (0.5 * (y[:, None] * alpha).sum() + chol.diagonal().log().sum()) / n + 0.5 * math.log(2 * math.pi)
+        k_cross = kernel(f_test, f)  # (test, n)
+        mean = (k_cross @ alpha)[:, 0]
+        v = torch.linalg.solve_triangular(chol, k_cross.T, upper=False)  # (n, test)
+        var = (log_outputscale.exp() - (v * v).sum(0)).clamp_min(1e-6) + noise
+        pred_nll = 0.5 * ((y_test - mean) ** 2 / var + var.log()).mean()
+        loss = nll + pred_nll
+        loss.backward()
+        opt.step()
+        total += loss.item()
+    return total
+
+
+@_workload(default_steps=10)
+def adaptive_softmax_lm(*, steps: int, seed: int) -> float:
+    """A word-level language model over a 100000-word vocabulary with an adaptive softmax (Grave et
+    al. 2017, nn.AdaptiveLogSoftmaxWithLoss; cutoffs 2000, 10000 and 40000, div_value 4), batch 8
+    sequences of 256 tokens: an embedding 100000 x 256, 3 pre-norm causal transformer layers
+    (d_model 256, 4 heads, MLP 1024 GELU), a final LayerNorm, and the adaptive softmax: a head of
+    the 2000 most frequent words plus one logit per tail cluster over all 2048 positions, and the
+    three tail clusters (8000 words through a 256-64 projection, 30000 through 256-16, 60000
+    through 256-4) computed only on the positions whose target falls in them, gathered by index;
+    the tokens drawn from a Zipf distribution (exponent 1.1) over the vocabulary by the data
+    generator, so the number of positions in each cluster, and the shapes of its projection,
+    logits and gradients, follow the data every step (not a fixed-shape step); Adam (a dense
+    gradient and state for the whole embedding: 98 MiB each); 10 steps."""
+    torch.manual_seed(0)
+    vocab, length, batch, dim, heads, layers = 100000, 256, 8, 256, 4, 3
+    zipf = 1.0 / torch.arange(1, vocab + 1, dtype=torch.float64) ** 1.1
+
+    class LM(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed = nn.Embedding(vocab, dim)
+            self.pos = nn.Parameter(0.02 * torch.randn(length, dim))
+            self.layers = nn.ModuleList(nn.TransformerEncoderLayer(dim, heads, 4 * dim, dropout=0.0, activation="gelu",
+                                                                   batch_first=True, norm_first=True)
+                                        for _ in range(layers))
+            self.norm = nn.LayerNorm(dim)
+            self.softmax = nn.AdaptiveLogSoftmaxWithLoss(dim, vocab, [2000, 10000, 40000], div_value=4.0)
+
+        def forward(self, tokens: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+            mask = nn.Transformer.generate_square_subsequent_mask(length)
+            h = self.embed(tokens) + self.pos
+            for layer in self.layers:
+                h = layer(h, src_mask=mask, is_causal=True)
+            return self.softmax(self.norm(h).reshape(-1, dim), targets.reshape(-1)).loss
+
+    model = LM()
+    opt = torch.optim.Adam(model.parameters(), lr=3e-4)
+    gen = torch.Generator().manual_seed(86 + seed)
+    total = 0.0
+    for _ in range(steps):
+        tokens = torch.multinomial(zipf, batch * (length + 1), replacement=True, generator=gen).view(batch, length + 1)
+        opt.zero_grad(set_to_none=True)
+        loss = model(tokens[:, :-1], tokens[:, 1:])
+        loss.backward()
+        opt.step()
+        total += loss.item()
+    return total
+
+
 WORKLOADS: dict[str, Workload] = {
     "mlp-train": mlp_train,
     "cnn-train": cnn_train,
@@ -4497,6 +4881,21 @@ HELDOUT: dict[str, Workload] = {
     "dqn-replay-train": dqn_replay_train,
     "dit-train": dit_train,
     "dynamic-token-vit": dynamic_token_vit,
+    # the fifteenth set, captured after the fourteenth and committed (in fifteenth/) before it
+    # is measured, to check a later change: graph attention over dense padded batches sized by
+    # each step's largest graph, an EfficientNet-style CNN under bfloat16 autocast with a
+    # gradient scaler's unscale and foreach clipping and AdamW, causal attention over a long
+    # sequence computed block by block with an online softmax inside checkpointed query chunks,
+    # an ensemble of CNNs stacked by torch.func and trained as one vmapped model, a deep-kernel
+    # Gaussian process whose Cholesky factor and solves change size with the minibatch drawn
+    # every step, an adaptive softmax whose tail clusters are computed on the positions the data
+    # routes to them
+    "gat-padded-train": gat_padded_train,
+    "amp-effnet-train": amp_effnet_train,
+    "chunked-attn-train": chunked_attn_train,
+    "vmap-ensemble-train": vmap_ensemble_train,
+    "dkl-gp-train": dkl_gp_train,
+    "adaptive-softmax-lm": adaptive_softmax_lm,
 }
 
 
