@@ -447,7 +447,8 @@ EARLY_PEAK = "the peak falls in the first repeated step, served online while pla
                                   "pixelcnn-train.jsonl.gz", "wgan-gp-train.jsonl.gz",
                                   "realnvp-train.jsonl.gz", "moco-train.jsonl.gz", "densenet-train.jsonl.gz",
                                   "deq-train.jsonl.gz", "mlp-mixer-train.jsonl.gz", "hypernet-train.jsonl.gz",
-                                  "style-transfer-lbfgs.jsonl.gz", "ddpm-train.jsonl.gz"])
+                                  "style-transfer-lbfgs.jsonl.gz", "ddpm-train.jsonl.gz",
+                                  "dit-train.jsonl.gz", "dqn-replay-train.jsonl.gz"])
 def test_the_whole_run_plan_misses_peak_before_the_step_can_be_planned(name):
     """The reason given for the whole-run misses below is a measured fact: live bytes
     first peak in a repetition of the step that plan mode cannot have planned yet."""
@@ -489,7 +490,8 @@ def test_the_whole_run_plan_misses_peak_before_the_step_can_be_planned(name):
         ("wgan-gp-train.jsonl.gz", "1.063; memtune 1.089"), ("realnvp-train.jsonl.gz", "1.026; memtune 1.042"),
         ("moco-train.jsonl.gz", "1.045, as memtune"), ("densenet-train.jsonl.gz", "1.025, as memtune"))},
     **{n: f"eleventh set: {EARLY_PEAK} ({r})" for n, r in (
-        ("deq-train.jsonl.gz", "1.047; memtune 1.155"), ("mlp-mixer-train.jsonl.gz", "1.025; memtune 1.039"),
+        ("deq-train.jsonl.gz", "1.047 there; memtune 1.155. A later take-over, refused as past the climb, leaves the "
+                               "online layout to drift to 1.069"), ("mlp-mixer-train.jsonl.gz", "1.025; memtune 1.039"),
         ("hypernet-train.jsonl.gz", "1.066, as memtune"))},
     **{n: f"twelfth set: {EARLY_PEAK} ({r})" for n, r in (
         ("style-transfer-lbfgs.jsonl.gz", "1.123; memtune 1.097"), ("ddpm-train.jsonl.gz", "1.028; memtune 1.060"))},
@@ -498,8 +500,6 @@ def test_the_whole_run_plan_misses_peak_before_the_step_can_be_planned(name):
         ("train-eval-interleave.jsonl.gz", "1.0302; memtune 1.0431"))},
     **{n: f"fourteenth set: {EARLY_PEAK} ({r})" for n, r in (
         ("dit-train.jsonl.gz", "1.0291; memtune 1.0427"), ("dqn-replay-train.jsonl.gz", "1.0927; memtune 1.1207"))},
-    "llama-train.jsonl.gz": "fourteenth set: 1.0283, memtune 1.0141: the step is taken over into an arena as if live "
-                            "bytes still climbed, and the arena beside the pages the online policy keeps sets the peak",
 }))
 def test_whole_run_plan_mode_within_2_percent_where_a_step_repeats(trace_results, name):
     """Where a step repeats over at least half of a device's events, the whole

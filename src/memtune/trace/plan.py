@@ -1128,7 +1128,10 @@ class PlanAllocator:
 
     def free(self, address: int) -> None:
         with self._lock:
-            born = self._born.pop(address, None) if type(address) is int else None
+            # (the block stays in _born until a take-over looked at here has seen it:
+            # a cycle starts where the fewest planned bytes are live, just after a free,
+            # so a look usually comes at a free, and must count that block as freed)
+            born = self._born.get(address) if type(address) is int else None
             if born is None:
                 # let the online allocator produce the precise error
                 self.online.free(address)
@@ -1144,6 +1147,7 @@ class PlanAllocator:
             else:
                 key = (FREE, self._pos - born)
             self._check_pending(key)
+            del self._born[address]
             act = self._active
             if act is not None:
                 _phi, want = self._expected(act)
