@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import memtune
-from memtune.trace import packing, runplan
+from memtune.trace import packing, placement, runplan
 from memtune.trace.plan import find_step, make_plan
 from memtune.trace.replay import replay_device
 from reference_algorithms import reference_best_fit, reference_place_canonical, reference_place_cyclic
@@ -45,7 +45,7 @@ KNOBS = [
 
 @contextmanager
 def knobs(values: dict) -> Iterator[None]:
-    with patch.multiple(packing, **values) if values else patch.object(packing, "_RUN", packing._RUN):
+    with patch.multiple(placement, **values) if values else patch.object(placement, "_RUN", placement._RUN):
         yield
 
 
