@@ -510,6 +510,20 @@ class _OrderLists:
             yield block
 
 
+def _gap_offset(starts: np.ndarray, reach: np.ndarray, size: int, best_fit: bool) -> int:
+    """Where a buffer of ``size`` goes among placed buffers (``starts`` ascending, ``reach``
+    the running maximum of their ends): the smallest gap that holds it (best fit, lowest
+    on ties) or the lowest one, else on top of them all."""
+    prev = np.concatenate((_ZERO, reach[:-1]))
+    gap = starts - prev
+    fit = (gap >= size).nonzero()[0]
+    if not fit.size:
+        return int(reach[-1])
+    if best_fit:
+        return int(prev[fit[np.argmin(gap[fit])]])
+    return int(prev[fit[0]])
+
+
 class _CyclicPlacement:
     """One :func:`_place_cyclic` placement on a :class:`_Layout`: ``offsets`` of ``order``.
 
@@ -542,16 +556,7 @@ class _CyclicPlacement:
         ids = bl.entries[bl.ptr[k]:bl.ptr[k + 1]]
         vo = self.voff[ids]
         srt = vo.argsort()  # the order of equal offsets does not matter for a size > 0
-        reach = np.maximum.accumulate(self.vend[ids[srt]])
-        prev = np.concatenate((_ZERO, reach[:-1]))
-        gap = vo[srt] - prev
-        fit = (gap >= bl.size[k]).nonzero()[0]
-        if not fit.size:
-            o = int(reach[-1])
-        elif self.best_fit:
-            o = int(prev[fit[np.argmin(gap[fit])]])
-        else:
-            o = int(prev[fit[0]])
+        o = _gap_offset(vo[srt], np.maximum.accumulate(self.vend[ids[srt]]), bl.size[k], self.best_fit)
         i = bl.loc[k]
         self.voff[i] = o
         self.vend[i] = o + bl.size[k]
@@ -603,16 +608,7 @@ class _CyclicPlacement:
         else:
             srt = np.argsort(oi, kind="stable")
             so = oi[srt]
-            reach = np.maximum.accumulate(so + sizes[srt])
-            prev = np.concatenate(([0], reach[:-1]))
-            gap = so - prev
-            fit = np.flatnonzero(gap >= bl.size[k])
-            if not fit.size:
-                o = int(reach[-1])
-            elif self.best_fit:
-                o = int(prev[fit[np.argmin(gap[fit])]])
-            else:
-                o = int(prev[fit[0]])
+            o = _gap_offset(so, np.maximum.accumulate(so + sizes[srt]), bl.size[k], self.best_fit)
         i = bl.loc[k]
         self.voff[i] = o
         self.vend[i] = o + bl.size[k]
@@ -631,6 +627,16 @@ def _blocks(sizes: np.ndarray, cap: int, most: int) -> list[tuple[int, int]]:
         base = int(ends[hi - 1])
         lo = hi
     return out
+
+
+def _clear_of_ranges(starts: list[int], ends: list[int], o: int, size: int) -> int:
+    """The lowest offset from ``o`` up where ``size`` bytes overlap none of the disjoint
+    ranges ``[starts[j], ends[j])`` (both ascending)."""
+    j = bisect.bisect_right(ends, o)
+    while j < len(starts) and starts[j] < o + size:
+        o = ends[j]
+        j += 1
+    return o
 
 
 def _place_canonical(order: np.ndarray, lo1: np.ndarray, hi1: np.ndarray, lo2: np.ndarray, hi2: np.ndarray,
@@ -696,12 +702,7 @@ def _place_canonical(order: np.ndarray, lo1: np.ndarray, hi1: np.ndarray, lo2: n
             # the lowest offset from o up that clears the fixed buffers it overlaps
             # (raising it keeps the choice canonical: a key only ever grows)
             starts, ends = ranges[local_of[i]]
-            sz = sizes[i]
-            o2 = o
-            j = bisect.bisect_right(ends, o2)
-            while j < len(starts) and starts[j] < o2 + sz:
-                o2 = ends[j]
-                j += 1
+            o2 = _clear_of_ranges(starts, ends, o, sizes[i])
             if o2 == o:
                 break
             min_off[i] = o2
@@ -830,12 +831,7 @@ def _place_canonical_all_pairs(order: np.ndarray, lo1: np.ndarray, hi1: np.ndarr
             # the lowest offset from o up that clears the fixed buffers it overlaps
             # (raising it keeps the choice canonical: a key only ever grows)
             starts, ends = fixed_ranges(i)
-            sz = int(size[i])
-            o2 = o
-            j = bisect.bisect_right(ends, o2)
-            while j < len(starts) and starts[j] < o2 + sz:
-                o2 = ends[j]
-                j += 1
+            o2 = _clear_of_ranges(starts, ends, o, int(size[i]))
             if o2 == o:
                 break
             min_off[i] = o2
