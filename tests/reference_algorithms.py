@@ -9,7 +9,7 @@ results; benchmarks/bench_extend.py measures these as the baselines.
 packer's greedy placements (memtune.trace.packing's ``_place_cyclic``, ``_place_canonical``
 and ``_best_fit``) as of commit c4b8c3e: each placement compares the buffer with every
 buffer placed before it (all pairs). ``reference_place_canonical`` is not copied here: it is
-memtune.trace.placement's ``_place_canonical_all_pairs``, unchanged since c4b8c3e, which the
+memtune.trace.placement's ``_place_canonical_all_pairs``, the algorithm of c4b8c3e, which the
 packer keeps for steps whose buffers mostly meet. tests/plan/test_packing_reference.py checks that the
 fast versions give the same offsets; benchmarks/bench_packing.py measures these as the
 baselines.

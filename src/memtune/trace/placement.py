@@ -639,6 +639,24 @@ def _clear_of_ranges(starts: list[int], ends: list[int], o: int, size: int) -> i
     return o
 
 
+#: "not to place" in a canonical placement's keys
+_INF = np.iinfo(np.int64).max
+
+
+def _canonical_start(order: np.ndarray, size: np.ndarray, off0: np.ndarray | None
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What both canonical placements start from: (offsets, the buffers to place, each
+    one's rank in ``order``, keys = lowest feasible offset * n + rank, _INF = not to place)."""
+    n = len(size)
+    off = np.zeros(n, dtype=np.int64) if off0 is None else off0.copy()
+    todo = np.asarray(order, dtype=np.int64)
+    rank = np.zeros(n, dtype=np.int64)
+    rank[todo] = np.arange(len(todo))
+    key = np.full(n, _INF, dtype=np.int64)
+    key[todo] = rank[todo]
+    return off, todo, rank, key
+
+
 def _place_canonical(order: np.ndarray, lo1: np.ndarray, hi1: np.ndarray, lo2: np.ndarray, hi2: np.ndarray,
                      size: np.ndarray, *, off0: np.ndarray | None = None,
                      placed0: np.ndarray | None = None, layout: _Layout | None = None) -> np.ndarray:
@@ -661,13 +679,8 @@ def _place_canonical(order: np.ndarray, lo1: np.ndarray, hi1: np.ndarray, lo2: n
     offsets are the same. ``order`` names distinct buffers, none in ``placed0``.
     """
     n = len(size)
-    off = np.zeros(n, dtype=np.int64) if off0 is None else off0.copy()
-    todo = np.asarray(order, dtype=np.int64)
-    rank = np.zeros(n, dtype=np.int64)
-    rank[todo] = np.arange(len(todo))
-    inf = np.iinfo(np.int64).max
-    key = np.full(n, inf, dtype=np.int64)  # lowest feasible offset * n + rank; inf = not to place
-    key[todo] = rank[todo]
+    off, todo, rank, key = _canonical_start(order, size, off0)
+    inf = _INF
     # lowest feasible offset of each buffer to place; inf for the others, and for each one
     # once placed, so that only its test below tells whom a placed buffer raises
     min_off = np.full(n, inf, dtype=np.int64)
@@ -725,8 +738,8 @@ def _place_canonical(order: np.ndarray, lo1: np.ndarray, hi1: np.ndarray, lo2: n
 
 # --------------------------------------------------------------------------- all pairs
 #
-# The placements as they were before they listed pairs (commit c4b8c3e; kept verbatim in
-# tests/reference_algorithms.py too): each buffer is tested against every buffer placed
+# The placements as they were before they listed pairs (commit c4b8c3e; the cyclic one is
+# kept verbatim in tests/reference_algorithms.py, the canonical one is the reference): each buffer is tested against every buffer placed
 # before it (or to place) with vectorised masks. For a step where most buffers meet a
 # large share of the others that is the cheaper way (:attr:`_Meets.dense`).
 
@@ -761,16 +774,7 @@ def _place_cyclic_all_pairs(order: np.ndarray, lo1: np.ndarray, hi1: np.ndarray,
             oi = OFF[idx]
             srt = np.argsort(oi, kind="stable")
             so = oi[srt]
-            reach = np.maximum.accumulate(so + S[idx][srt])
-            prev = np.concatenate(([0], reach[:-1]))
-            gap = so - prev
-            fit = np.flatnonzero(gap >= sz)
-            if not fit.size:
-                o = int(reach[-1])
-            elif best_fit:
-                o = int(prev[fit[np.argmin(gap[fit])]])
-            else:
-                o = int(prev[fit[0]])
+            o = _gap_offset(so, np.maximum.accumulate(so + S[idx][srt]), sz, best_fit)
         OFF[k] = o
     off[seq] = OFF
     return off
@@ -781,13 +785,8 @@ def _place_canonical_all_pairs(order: np.ndarray, lo1: np.ndarray, hi1: np.ndarr
                                placed0: np.ndarray | None = None) -> np.ndarray:
     """:func:`_place_canonical`, testing each placed buffer against every buffer to place."""
     n = len(size)
-    off = np.zeros(n, dtype=np.int64) if off0 is None else off0.copy()
-    todo = np.asarray(order, dtype=np.int64)
-    rank = np.zeros(n, dtype=np.int64)
-    rank[todo] = np.arange(len(todo))
-    inf = np.iinfo(np.int64).max
-    key = np.full(n, inf, dtype=np.int64)  # lowest feasible offset * n + rank; inf = not to place
-    key[todo] = rank[todo]
+    off, todo, rank, key = _canonical_start(order, size, off0)
+    inf = _INF
     min_off = np.zeros(n, dtype=np.int64)
     fixed = np.flatnonzero(placed0) if placed0 is not None else np.zeros(0, dtype=np.int64)
     f_lo1, f_hi1, f_lo2, f_hi2 = lo1[fixed], hi1[fixed], lo2[fixed], hi2[fixed]
