@@ -1,6 +1,7 @@
-"""The packer's greedy placements (``memtune.trace.packing``) against the all-pairs versions
-they replaced (tests/reference_algorithms.py), the baseline, measured in the same run on
-the same inputs. Every Packing is checked equal to the baseline's.
+"""The packer's greedy placements (``memtune.trace.placement``, used by
+``memtune.trace.packing``) against the all-pairs versions they replaced
+(tests/reference_algorithms.py), the baseline, measured in the same run on the same inputs.
+Every Packing is checked equal to the baseline's.
 
 * the packings memtune-plan makes replaying held-out runs (its step packed by ``pack`` and
   ``pack_cyclic``, and ``pack_cyclic_around`` the blocks the online policy holds when it
