@@ -608,9 +608,7 @@ CLIMB_TAKEOVER = {"vit-train"}
 
 @pytest.mark.parametrize("name", with_measured_misses([n for n in FIXED_SHAPES if n not in CLIMB_TAKEOVER], {
     "style-transfer-lbfgs": "twelfth set: memtune-plan 1.1230 x the bound, memtune 1.0973 (the peak falls in a "
-                            "repetition served online while plan mode learns)",
-    "fedavg-train": "thirteenth set: memtune-plan 1.0794 x the bound, memtune 1.0446 (the peak falls in the first "
-                    "rounds, served online while plan mode learns)"}))
+                            "repetition served online while plan mode learns)"}))
 def test_learning_online_never_raises_the_peak_of_a_later_run_over_memtune(later_runs, name):
     """Past the climb, a learned plan that the online policy's kept pages plus the arena
     would push over the peak is left alone (PlanAllocator._raises_peak)."""
