@@ -492,9 +492,7 @@ def test_a_plan_from_a_run_with_other_shapes_costs_little(later_runs, name):
         f"{name}: {r.peak_reserved_bytes / lb:.4f} against {learned.peak_reserved_bytes / lb:.4f} learned online")
 
 
-@pytest.mark.parametrize("name", with_measured_misses(CHANGING_SHAPES, {
-    "curriculum-lm-train": "sixth set: 130 calls with the plan, 53 learning online (the later run goes on to "
-                           "longer sequences than the recording's)"}))
+@pytest.mark.parametrize("name", CHANGING_SHAPES)
 def test_a_plan_from_a_run_with_other_shapes_costs_few_device_calls(later_runs, name):
     """Past the plan, the online policy serves the rest of the run beside what the arena
     still holds; it may grow into what the arena leaves of the peak before it unmaps.
@@ -606,9 +604,7 @@ def test_a_corrupted_plan_of_a_snapshot_is_refused_or_serves_its_warm_start_safe
 CLIMB_TAKEOVER = {"vit-train"}
 
 
-@pytest.mark.parametrize("name", with_measured_misses([n for n in FIXED_SHAPES if n not in CLIMB_TAKEOVER], {
-    "style-transfer-lbfgs": "twelfth set: memtune-plan 1.1230 x the bound, memtune 1.0973 (the peak falls in a "
-                            "repetition served online while plan mode learns)"}))
+@pytest.mark.parametrize("name", [n for n in FIXED_SHAPES if n not in CLIMB_TAKEOVER])
 def test_learning_online_never_raises_the_peak_of_a_later_run_over_memtune(later_runs, name):
     """Past the climb, a learned plan that the online policy's kept pages plus the arena
     would push over the peak is left alone (PlanAllocator._raises_peak)."""

@@ -868,11 +868,11 @@ class PlanAllocator:
 
         The online policy keeps the pages its blocks from before the plan touch (the
         model's weights, the optimizer's state: they never move); the arena comes on
-        top, or the step is packed around those blocks (``overlay``: the bytes that
-        takes, see :meth:`_overlay`). When the cheaper of the two exceeds the peak so
-        far while the step sets no new peak of live bytes (a run past its climb), every
-        cycle served from the plan costs more than the online policy needed: leave the
-        step online.
+        top (see :meth:`_arena_way`), or the step is packed around those blocks
+        (``overlay``: the bytes that takes, see :meth:`_overlay`). When the cheaper of
+        the two exceeds the peak so far while the step sets no new peak of live bytes (a
+        run past its climb), every cycle served from the plan costs more than the online
+        policy needed: leave the step online.
 
         During a climb the peak moves whoever serves the step, but an arena of its own
         stands beside the online policy, which also takes the blocks the step leaves to
@@ -880,11 +880,10 @@ class PlanAllocator:
         than :data:`CLIMB_TOLERANCE`, the online policy alone would have needed less.
         (Held-out fedavg-train: one client's local step was taken over while the round's
         other client copies kept coming online, 1.079x the bound against memtune's 1.045x.)"""
-        top, kept = self._cycle_pages(plan, origin)
-        page = self.online._page
-        way = kept + -(-plan.arena // page) * page
+        top, kept, first = self._cycle_pages(plan, origin)
+        way = self._arena_bytes_held(plan, kept, first)
         peak = self.stats.peak(S.RESERVED_BYTES)
-        if top > self.online._peak_live + page:  # climbing (see _climbing)
+        if top > self.online._peak_live + self.online._page:  # climbing (see _climbing)
             return way + self._left_online(plan) > max(peak, int(top * (1 + CLIMB_TOLERANCE)))
         return (way if overlay is None else min(way, overlay)) > peak
 
@@ -902,14 +901,28 @@ class PlanAllocator:
         return self._cycle_pages(plan, origin)[0] > self.online._peak_live + self.online._page
 
     def _arena_way(self, plan: StepPlan, origin: int) -> int:
-        """Bytes a take-over into an arena of its own holds: the pages the online
-        policy's blocks that outlive the cycle touch, and the arena."""
-        page = self.online._page
-        return self._cycle_pages(plan, origin)[1] + -(-plan.arena // page) * page
+        """Bytes a take-over into an arena of its own holds (see :meth:`_arena_bytes_held`)."""
+        _top, kept, first = self._cycle_pages(plan, origin)
+        return self._arena_bytes_held(plan, kept, first)
 
-    def _cycle_pages(self, plan: StepPlan, origin: int) -> tuple[int, int]:
+    def _arena_bytes_held(self, plan: StepPlan, kept: int, first: int) -> int:
+        """The most a take-over into an arena of its own holds: from the first cycle on,
+        the pages the online policy's blocks that outlive the cycle touch and the whole
+        arena; during the first cycle, the pages of the blocks from before that are not
+        freed yet beside the arena pages first used so far (``first``). Why the first
+        cycle: a step whose buffers live several steps (held-out style-transfer-lbfgs,
+        L-BFGS's history) fills its arena while the previous steps' copies of those
+        buffers still sit in the online policy: 1.123x the bound taken over, where its
+        pages from after the first cycle and the arena came to 1.063x."""
+        page = self.online._page
+        arena = plan.arena if plan.arena < page else -(-plan.arena // page) * page  # (smaller: one exact allocation)
+        return max(kept + arena, first)
+
+    def _cycle_pages(self, plan: StepPlan, origin: int) -> tuple[int, int, int]:
         """(peak of live bytes over the coming cycle, bytes of the pages the online
-        policy's blocks that outlive it touch, arenas still draining included)."""
+        policy's blocks that outlive it touch, and the most bytes of pages the online
+        policy's blocks still live and the arena pages first used so far come to during
+        the cycle; arenas still draining are included in both)."""
         on = self.online
         page = on._page
         count: dict[int, int] = {}
@@ -924,13 +937,21 @@ class PlanAllocator:
                 by_born[born] = (lo, hi, b.size)
         top = live
         sizes: dict[int, int] = {}  # alloc position in this cycle -> block size
+        used: set[int] = set()  # arena pages first used so far (mapped as slots are first used)
+        exact = plan.arena < page  # (an arena under a page is one exact allocation, made at once)
+        first = len(count) * page + plan.arena if exact else 0
         align = self.spec.alignment
         for r in range(plan.length):
-            key = plan.template[(plan.cut + r) % plan.length]
+            phase = (plan.cut + r) % plan.length
+            key = plan.template[phase]
             if key[0] == ALLOC:
-                sizes[r] = (key[1] + align - 1) // align * align
-                live += sizes[r]
+                sizes[r] = size = (key[1] + align - 1) // align * align
+                live += size
                 top = max(top, live)
+                off = plan.offsets.get(phase)
+                if off is not None and not exact:
+                    used.update(range(off // page, -(-(off + size) // page)))
+                    first = max(first, (len(count) + len(used)) * page)
             elif key[0] == FREE:
                 span = by_born.pop(origin + r - key[1], None)
                 if span is not None:  # a block from before the plan, freed in this cycle
@@ -941,7 +962,7 @@ class PlanAllocator:
                             del count[k]
                 else:
                     live -= sizes.pop(r - key[1], 0)
-        return top, len(count) * page + self._arena_bytes
+        return top, len(count) * page + self._arena_bytes, first + self._arena_bytes
 
     def _overlay(self, plan: StepPlan, origin: int) -> tuple[int, Any, dict[int, int]] | None:
         """The step packed around the blocks the online policy holds, in place.
