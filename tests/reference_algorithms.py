@@ -10,9 +10,9 @@ packer's greedy placements (memtune.trace.packing's ``_place_cyclic``, ``_place_
 and ``_best_fit``) as of commit c4b8c3e: each placement compares the buffer with every
 buffer placed before it (all pairs). ``reference_place_canonical`` is not copied here: it is
 memtune.trace.placement's ``_place_canonical_all_pairs``, the algorithm of c4b8c3e, which the
-packer keeps for steps whose buffers mostly meet. tests/plan/test_packing_reference.py checks that the
-fast versions give the same offsets; benchmarks/bench_packing.py measures these as the
-baselines.
+packer keeps where its dense placement cannot place (keys past int64, negative sizes or offsets).
+tests/plan/test_packing_reference.py checks that the fast versions give the same offsets;
+benchmarks/bench_packing.py measures these as the baselines.
 """
 
 from __future__ import annotations

@@ -4,12 +4,14 @@
 ``_place_cyclic`` (best fit, lowest offset), ``_place_canonical`` and ``_best_fit`` compare
 each buffer only with the buffers it meets in time, place runs of buffers at once, merge
 the fixed buffers into ranges, and share what they list across the placements of one
-packing (a ``_Layout``); steps where most buffers meet most others go to the all-pairs
-placements. Every offset must be the reference's exactly, and so every Packing of
+packing (a ``_Layout``); steps where most buffers meet most others go to the dense
+placements (every pair tested: the placed buffers kept by offset, the buffers still to
+place compacted). Every offset must be the reference's exactly, and so every Packing of
 ``pack``, ``pack_cyclic``, ``pack_cyclic_around`` and ``pack_around``: random steps that
 wrap around the cycle, fixed buffers, sizes 0, ties, every order and rule, with the
 internal limits shrunk so that every path runs (listing a block at a time, lists not
-kept, chunks of two parts, short runs); and the real steps and fixed blocks of held-out
+kept, chunks of two parts, short runs, dense passes of one or three buffers, compaction
+after every placement); dense steps; and the real steps and fixed blocks of held-out
 traces.
 """
 
@@ -37,9 +39,13 @@ HELDOUT = REPO / "benchmarks" / "heldout"  # (not a set kept unseen in a directo
 #: internal limits: as shipped, and shrunk so that small inputs take every path
 KNOBS = [
     {},
-    {"_DENSE": float("inf")},  # never the all-pairs placements
+    {"_DENSE": float("inf")},  # never the dense placements
     {"_DENSE": float("inf"), "_CHUNK": 2, "_PAIRS_PER_BLOCK": 8, "_PAIRS_KEPT": 0, "_RUN": 2},
     {"_DENSE": float("inf"), "_CHUNK": 3, "_PAIRS_PER_BLOCK": 40, "_RUN": 3},
+    # always the dense placements: one buffer a pass and arrays compacted after every
+    # placement, then passes of three (buffers that meet others of their pass)
+    {"_DENSE": -1.0, "_ROWS": 1, "_COMPACT": 1},
+    {"_DENSE": -1.0, "_ROWS": 3, "_COMPACT": 2},
 ]
 
 
@@ -180,6 +186,95 @@ def test_cyclic_placement_of_an_order_that_repeats_buffers_is_the_reference(step
             np.testing.assert_array_equal(
                 packing._place_cyclic(order, lo1, hi1, lo2, hi2, size, best_fit=best_fit, off0=off0, placed0=placed0),
                 reference_place_cyclic(order, lo1, hi1, lo2, hi2, size, best_fit=best_fit, off0=off0, placed0=placed0))
+
+
+@st.composite
+def dense_steps(draw):
+    """Placement inputs where most buffers meet most others: buffers live for most of a
+    cycle (some wrap around it), a few short ones, fixed buffers, sizes 0 and ties."""
+    length = draw(st.integers(8, 40))
+    n = draw(st.integers(2, 40))
+    lo1, hi1, lo2, hi2, size = [], [], [], [], []
+    for _ in range(n):
+        start = draw(st.integers(0, length - 1))
+        live = draw(st.one_of(st.integers(length // 2, length), st.integers(1, 3)))
+        end = start + live
+        lo1.append(start)
+        hi1.append(min(end, length))
+        lo2.append(0)
+        hi2.append(max(end - length, 0))
+        size.append(draw(st.sampled_from(SIZES)))
+    k = draw(st.integers(0, 4))
+    off0 = [0] * n
+    for _ in range(k):
+        a = draw(st.integers(0, length - 1))
+        lo1.append(a)
+        hi1.append(draw(st.integers(a + 1, length)))
+        lo2.append(0)
+        hi2.append(draw(st.integers(0, a)))
+        size.append(draw(st.sampled_from(SIZES)))
+        off0.append(draw(st.sampled_from((0, 512, 1024, 3000))))
+    arr = [np.array(x, dtype=np.int64) for x in (lo1, hi1, lo2, hi2, size, off0)]
+    placed0 = np.zeros(n + k, dtype=bool)
+    placed0[n:] = True
+    order = np.array(draw(st.permutations(range(n))), dtype=np.int64)
+    return (*arr, placed0, order)
+
+
+@contextmanager
+def counting(*names: str) -> Iterator[dict[str, int]]:
+    """Count the calls of placement functions (to see which path ran)."""
+    calls = dict.fromkeys(names, 0)
+
+    def spy(name, real):
+        def call(*args, **kwargs):
+            calls[name] += 1
+            return real(*args, **kwargs)
+        return call
+
+    with patch.multiple(placement, **{name: spy(name, getattr(placement, name)) for name in names}):
+        yield calls
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(dense_steps(), st.sampled_from([{}, {"_ROWS": 1, "_COMPACT": 1}, {"_ROWS": 2, "_COMPACT": 3},
+                                       {"_ROWS": 5, "_COMPACT": 2}]), st.booleans())
+def test_dense_placements_are_the_reference(step, knob, with_fixed):
+    """Steps whose buffers mostly meet take the dense placements (with the shipped limits
+    too), passes of one buffer or of several that meet each other: the reference's offsets."""
+    lo1, hi1, lo2, hi2, size, off0, placed0, order = step
+    if not with_fixed:
+        placed0 = np.zeros_like(placed0)
+    with knobs(knob), counting("_place_cyclic_dense", "_place_canonical_dense") as calls:
+        layout = _layout(lo1, hi1, lo2, hi2, size, off0, placed0, order)
+        for best_fit in (True, False):
+            want = reference_place_cyclic(order, lo1, hi1, lo2, hi2, size, best_fit=best_fit, off0=off0,
+                                          placed0=placed0)
+            for lay in (None, layout):
+                np.testing.assert_array_equal(
+                    packing._place_cyclic(order, lo1, hi1, lo2, hi2, size, best_fit=best_fit, off0=off0,
+                                          placed0=placed0, layout=lay), want)
+        want = reference_place_canonical(order, lo1, hi1, lo2, hi2, size, off0=off0, placed0=placed0)
+        for lay in (None, layout):
+            np.testing.assert_array_equal(packing._place_canonical(order, lo1, hi1, lo2, hi2, size, off0=off0,
+                                                                   placed0=placed0, layout=lay), want)
+    assert calls == {"_place_cyclic_dense": 4, "_place_canonical_dense": 2}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(0, 10), st.integers(20, 40), st.sampled_from(SIZES[1:])), min_size=2,
+                max_size=50), st.sampled_from([1, 512]), st.integers(0, 2))
+def test_dense_packings_are_the_reference(rows, alignment, rounds):
+    """pack and pack_cyclic of steps whose buffers all meet (with improvement rounds)."""
+    length = 40
+    with knobs({"_ROWS": 3, "_COMPACT": 2}), counting("_place_cyclic_dense", "_place_canonical_dense") as calls:
+        for call in (lambda: packing.pack(rows, alignment=alignment, rounds=rounds, time_budget=60.0),
+                     lambda: packing.pack_cyclic(rows, length, alignment=alignment, rounds=rounds)):
+            got = call()
+            with reference_placements():
+                want = call()
+            same_packing(got, want)
+    assert calls["_place_cyclic_dense"] and calls["_place_canonical_dense"]
 
 
 @settings(max_examples=150, deadline=None)

@@ -8,6 +8,13 @@ buffers it meets in time (listed from their live parts sorted by start, _TimeInd
 fixed buffers placed beforehand enter as the ranges they cover, merged once per set of fixed
 buffers that buffers meet. A _Layout holds what the placements of one packing share (12 of them
 in pack_cyclic), so it is built once.
+
+Where most buffers meet a large share of the others (dense steps: a transformer's activations,
+PanGu's lifetime table, where 7 % of all pairs meet) listing them costs more than testing every
+pair, and _place_cyclic_dense and _place_canonical_dense test every pair as the all-pairs
+versions did, without what took those their time: the placed buffers are kept sorted by offset
+(no sort per buffer) and tested a pass of buffers at a time, and the canonical rule's masks
+cover only the buffers still to place.
 """
 
 from __future__ import annotations
@@ -27,8 +34,13 @@ _PAIRS_KEPT = 1 << 23
 #: fewest live parts in a _TimeIndex chunk (about the square root of their number)
 _CHUNK = 16
 #: past this share of all pairs listed (a third of it when the lists are not kept), the
-#: placements test all pairs instead
+#: placements test all pairs instead (_place_cyclic_dense, _place_canonical_dense; the
+#: held-out steps below it still place faster listed)
 _DENSE = 0.1
+#: buffers _place_cyclic_dense tests against the placed ones with one mask
+_ROWS = 32
+#: _place_canonical_dense drops the buffers placed from its arrays every this many placements
+_COMPACT = 256
 #: most buffers _place_cyclic places in one vectorised pass
 _RUN = 256
 #: where every placement's first gap starts
@@ -82,14 +94,35 @@ def _hits(qa1: np.ndarray, qb1: np.ndarray, qa2: np.ndarray, qb2: np.ndarray, l1
           l2: np.ndarray, h2: np.ndarray, second: bool) -> np.ndarray:
     """[query, target]: the target, live on [l1, h1) and [l2, h2), counts as live at the same
     time as the query, live on [qa1, qb1) and [qa2, qb2), by the placement rules' test (a
-    query's second part only when not empty; no second parts unless ``second``)."""
-    m = (l1[None, :] < qb1[:, None]) & (h1[None, :] > qa1[:, None])
-    if second:
-        m |= (l2[None, :] < qb1[:, None]) & (h2[None, :] > qa1[:, None])
-        two = qb2 > qa2
-        if two.any():
-            m |= two[:, None] & (((l1[None, :] < qb2[:, None]) & (h1[None, :] > qa2[:, None]))
-                                 | ((l2[None, :] < qb2[:, None]) & (h2[None, :] > qa2[:, None])))
+    query's second part only when not empty; no second parts unless ``second``).
+
+    The second parts are tested only for the targets whose second part can meet some
+    query's first part and for the queries whose second part is not empty: most buffers
+    do not wrap, and the test of the others is the same."""
+    m = np.less(l1[None, :], qb1[:, None])
+    m &= np.greater(h1[None, :], qa1[:, None])
+    if second and m.size:
+        cols = np.flatnonzero((l2 < qb1.max()) & (h2 > qa1.min()))
+        if cols.size:
+            m[:, cols] |= (l2[cols][None, :] < qb1[:, None]) & (h2[cols][None, :] > qa1[:, None])
+        rows = np.flatnonzero(qb2 > qa2)
+        if rows.size:
+            a, b = qa2[rows, None], qb2[rows, None]
+            m[rows] |= ((l1[None, :] < b) & (h1[None, :] > a)) | ((l2[None, :] < b) & (h2[None, :] > a))
+    return m
+
+
+def _overlapping(a1: int, b1: int, a2: int, b2: int, l1: np.ndarray, h1: np.ndarray, l2: np.ndarray,
+                 h2: np.ndarray, wraps: bool) -> np.ndarray:
+    """:func:`_hits` for one query, the canonical rule's test (second parts only if ``wraps``):
+    whether the buffers live on ``[l1, h1)`` and ``[l2, h2)`` meet the one live on ``[a1, b1)``
+    and ``[a2, b2)``. (One row of comparisons with scalars: a third of the time of a matrix.)"""
+    m = l1 < b1
+    m &= h1 > a1
+    if wraps:
+        m |= (l2 < b1) & (h2 > a1)
+        if b2 > a2:
+            m |= ((l1 < b2) & (h1 > a2)) | ((l2 < b2) & (h2 > a2))
     return m
 
 
@@ -395,7 +428,7 @@ def _place_cyclic(order: np.ndarray, lo1: np.ndarray, hi1: np.ndarray, lo2: np.n
 
     Each buffer is compared with the buffers placed before it that it meets in time
     (:class:`_CyclicPlacement`), or, where most buffers meet a large share of the others,
-    with every buffer placed before it (:func:`_place_cyclic_all_pairs`): the offsets are
+    with every buffer placed before it (:func:`_place_cyclic_dense`): the offsets are
     the same. ``layout`` (the caller's, for the buffers of ``order`` -- distinct, none in
     ``placed0`` -- around ``placed0``) is shared by the placements of one packing; without
     it one is built for the placements of this call (an order may then name a buffer
@@ -405,8 +438,8 @@ def _place_cyclic(order: np.ndarray, lo1: np.ndarray, hi1: np.ndarray, lo2: np.n
     order = np.asarray(order, dtype=np.int64)
     if layout is not None:
         if layout.meets(True).dense or not layout.plain_sizes:
-            return _place_cyclic_all_pairs(order, lo1, hi1, lo2, hi2, size, best_fit=best_fit, off0=off0,
-                                           placed0=placed0)
+            return _place_cyclic_dense(order, lo1, hi1, lo2, hi2, size, best_fit=best_fit, off0=off0,
+                                       placed0=placed0)
         off[order] = _CyclicPlacement(layout, order, best_fit).offsets
         return off
     pre = np.flatnonzero(placed0) if placed0 is not None else np.zeros(0, dtype=np.int64)
@@ -418,10 +451,93 @@ def _place_cyclic(order: np.ndarray, lo1: np.ndarray, hi1: np.ndarray, lo2: np.n
         at = off[seq]
         lay = _Layout(lo1[seq], hi1[seq], lo2[seq], hi2[seq], size[seq], at, np.arange(npre), np.arange(npre, npos))
         if lay.meets(True).dense or not lay.plain_sizes:
-            return _place_cyclic_all_pairs(order, lo1, hi1, lo2, hi2, size, best_fit=best_fit, off0=off0,
-                                           placed0=placed0)
+            return _place_cyclic_dense(order, lo1, hi1, lo2, hi2, size, best_fit=best_fit, off0=off0,
+                                       placed0=placed0)
         at[npre:] = _CyclicPlacement(lay, np.arange(npre, npos), best_fit).offsets
         off[seq] = at
+    return off
+
+
+class _ByOffset:
+    """The buffers placed so far, sorted by offset (ties: in the order they were placed):
+    their times (rows lo1, hi1, lo2, hi2), offsets and ends.
+
+    Why: the buffers one buffer meets, picked out of these with a mask, come out in the
+    order the gap search wants them (the all-pairs version's stable sort by offset), so
+    no buffer sorts them again."""
+
+    def __init__(self, times: np.ndarray, off: np.ndarray, size: np.ndarray) -> None:
+        srt = np.argsort(off, kind="stable")
+        self.times = tuple(t[srt] for t in times)  # (rows apart: each contiguous, for the masks)
+        self.off, self.end = off[srt], off[srt] + size[srt]
+
+    def meeting(self, q: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """For each of the buffers with times ``q`` (4 rows), the placed ones it meets (by the
+        rules' test, :func:`_hits`), by offset: their offsets and ends."""
+        out = []
+        for row in _hits(*q, *self.times, True):
+            cols = np.flatnonzero(row)
+            out.append((self.off[cols], self.end[cols]))
+        return out
+
+    def add(self, times: np.ndarray, off: np.ndarray, size: np.ndarray) -> None:
+        """Merge in buffers placed after all of these (in the order given)."""
+        srt = np.argsort(off, kind="stable")
+        off = off[srt]
+        at = np.searchsorted(self.off, off, "right") + np.arange(len(off))
+        old = np.ones(len(self.off) + len(off), dtype=bool)
+        old[at] = False
+
+        def merged(mine: np.ndarray, new: np.ndarray) -> np.ndarray:
+            out = np.empty(len(old), dtype=mine.dtype)
+            out[old] = mine
+            out[at] = new
+            return out
+
+        self.times = tuple(merged(mine, new[srt]) for mine, new in zip(self.times, times))
+        self.off, self.end = merged(self.off, off), merged(self.end, off + size[srt])
+
+
+def _place_cyclic_dense(order: np.ndarray, lo1: np.ndarray, hi1: np.ndarray, lo2: np.ndarray, hi2: np.ndarray,
+                        size: np.ndarray, *, best_fit: bool, off0: np.ndarray | None = None,
+                        placed0: np.ndarray | None = None) -> np.ndarray:
+    """:func:`_place_cyclic`, comparing each buffer with every buffer placed before it, as
+    the all-pairs version did, for steps whose buffers mostly meet (and odd inputs).
+
+    Why this way: there listing the buffers each one meets costs more than testing them
+    all, and what took the all-pairs version its time was one mask and one sort per buffer.
+    The placed buffers are kept sorted by offset (:class:`_ByOffset`), so the ones a buffer
+    meets need no sort, and one mask serves :data:`_ROWS` buffers. Those buffers are not
+    in it yet: a buffer that meets one of the others of its pass adds them, sorted stably
+    by offset after the placed ones (they were placed last), so every gap search sees
+    exactly what the all-pairs version's did."""
+    n = len(size)
+    off = np.zeros(n, dtype=np.int64) if off0 is None else off0.copy()
+    pre = np.flatnonzero(placed0) if placed0 is not None else np.zeros(0, dtype=np.int64)
+    seq = np.concatenate([pre, np.asarray(order, dtype=np.int64)])
+    npre = len(pre)
+    times = np.stack([lo1[seq], hi1[seq], lo2[seq], hi2[seq]]).astype(np.int64)
+    if times.size and -(1 << 31) <= int(times.min()) and int(times.max()) < 1 << 31:
+        times = times.astype(np.int32)  # (the masks compare twice as many at once)
+    sizes = np.asarray(size, dtype=np.int64)[seq]
+    at = off[seq]
+    placed = _ByOffset(times[:, :npre], at[:npre], sizes[:npre])
+    size_of = sizes.tolist()
+    for s in range(npre, len(seq), _ROWS):
+        e = min(s + _ROWS, len(seq))
+        q = times[:, s:e]
+        inner = np.tril(_hits(*q, *q, True), -1)  # [j, i]: the earlier ones of this pass that j meets
+        deps = inner.any(axis=1).tolist()
+        for j, (starts, ends) in enumerate(placed.meeting(q)):
+            if deps[j]:
+                mine = s + np.flatnonzero(inner[j])
+                starts = np.concatenate([starts, at[mine]])
+                srt = np.argsort(starts, kind="stable")
+                starts, ends = starts[srt], np.concatenate([ends, at[mine] + sizes[mine]])[srt]
+            at[s + j] = _gap_offset(starts, np.maximum.accumulate(ends), size_of[s + j], best_fit) \
+                if len(starts) else 0
+        placed.add(q, at[s:e], sizes[s:e])
+    off[seq] = at
     return off
 
 
@@ -675,7 +791,7 @@ def _place_canonical(order: np.ndarray, lo1: np.ndarray, hi1: np.ndarray, lo2: n
     A placed buffer raises only the buffers it meets in time, and a buffer's fixed
     ones are merged once per set of them (both from ``layout``, the caller's or built
     here: for the buffers of ``order`` around ``placed0``); where most buffers meet a
-    large share of the others, :func:`_place_canonical_all_pairs` tests them all. The
+    large share of the others, :func:`_place_canonical_dense` tests them all. The
     offsets are the same. ``order`` names distinct buffers, none in ``placed0``.
     """
     n = len(size)
@@ -691,13 +807,19 @@ def _place_canonical(order: np.ndarray, lo1: np.ndarray, hi1: np.ndarray, lo2: n
     if layout is None:
         layout = _Layout(lo1, hi1, lo2, hi2, size, off, fixed, np.unique(todo))
     meets = layout.meets(layout.wraps)  # no second parts (lifetime tables, run plans): none compared
-    if meets.dense:
-        return _place_canonical_all_pairs(order, lo1, hi1, lo2, hi2, size, off0=off0, placed0=placed0)
     local, movable = layout.local, layout.movable
     # per buffer to place, the fixed buffers it overlaps in time merged into disjoint
     # ranges (starts, ends; both ascending): it is checked against them again each time
     # its lowest offset rises
     ranges = layout.ranges() if fixed.size else []
+    if meets.dense:
+        # keys (lowest offset * n + rank) as Python ints, as the all-pairs version's int64
+        # ones while no offset reaches past the fixed buffers' top plus every size to place
+        top = int((layout.fixed_off + layout.fixed_size).max()) if len(fixed) else 0
+        if not layout.plain_sizes or (max(top, 0) + int(size[todo].sum()) + 1) * n >= 1 << 63:
+            return _place_canonical_all_pairs(order, lo1, hi1, lo2, hi2, size, off0=off0, placed0=placed0)
+        return _place_canonical_dense(todo, lo1, hi1, lo2, hi2, size, off, layout.wraps,
+                                      [ranges[j] for j in local[todo].tolist()] if fixed.size else None)
     kept = meets.keep()
     if kept is not None:
         ptr, table = kept[0].tolist(), movable[kept[1]]
@@ -736,48 +858,58 @@ def _place_canonical(order: np.ndarray, lo1: np.ndarray, hi1: np.ndarray, lo2: n
     return off
 
 
+def _place_canonical_dense(todo: np.ndarray, lo1: np.ndarray, hi1: np.ndarray, lo2: np.ndarray, hi2: np.ndarray,
+                           size: np.ndarray, off: np.ndarray, wraps: bool,
+                           ranges: list[tuple[list[int], list[int]]] | None) -> np.ndarray:
+    """:func:`_place_canonical` for steps whose buffers mostly meet, as the all-pairs version
+    places them: each buffer placed raises, with one mask, every buffer still to place that it
+    meets (by the rules' test, :func:`_overlapping`). ``todo``: the
+    buffers by rank; ``off``: where the others are; ``ranges``: each one's fixed ranges (by
+    rank), if any.
+
+    Why not the all-pairs version: its masks cover every buffer, placed or not, and half
+    of them are placed on average. These cover the buffers still to place only (the arrays
+    drop the placed ones every :data:`_COMPACT` placements), with times as int32 where they
+    fit, which halves the time on a dense step."""
+    n = len(size)
+    times = np.stack([lo1[todo], hi1[todo], lo2[todo], hi2[todo]]).astype(np.int64)
+    if times.size and -(1 << 31) <= int(times.min()) and int(times.max()) < 1 << 31:
+        times = times.astype(np.int32)  # (the masks compare twice as many at once)
+    # the buffers still to place (while not compacted, placed ones too, with key _INF): their
+    # times, rank and key = lowest feasible offset * n + rank
+    live_times, rank = tuple(times), np.arange(len(todo), dtype=np.int64)
+    key = rank.copy()
+    sizes, parts = size[todo].tolist(), times.T.tolist()
+    for done in range(1, len(todo) + 1):
+        while True:
+            k = int(key.argmin())
+            o, r = divmod(int(key[k]), n)
+            if ranges is None:
+                break
+            # the lowest offset from o up that clears the fixed buffers it overlaps (raising
+            # it keeps the choice canonical: a key only ever grows)
+            o2 = _clear_of_ranges(*ranges[r], o, sizes[r])
+            if o2 == o:
+                break
+            key[k] = o2 * n + r
+        off[todo[r]] = o
+        key[k] = _INF
+        h = o + sizes[r]
+        m = _overlapping(*parts[r], *live_times, wraps)
+        m &= key < h * n  # (not placed, and below its top)
+        raised = np.flatnonzero(m)
+        key[raised] = h * n + rank[raised]
+        if done % _COMPACT == 0:
+            keep = np.flatnonzero(key != _INF)
+            live_times, rank, key = tuple(t[keep] for t in live_times), rank[keep], key[keep]
+    return off
+
+
 # --------------------------------------------------------------------------- all pairs
 #
-# The placements as they were before they listed pairs (commit c4b8c3e; the cyclic one is
-# kept verbatim in tests/reference_algorithms.py, the canonical one is the reference): each buffer is tested against every buffer placed
-# before it (or to place) with vectorised masks. For a step where most buffers meet a
-# large share of the others that is the cheaper way (:attr:`_Meets.dense`).
-
-
-def _place_cyclic_all_pairs(order: np.ndarray, lo1: np.ndarray, hi1: np.ndarray, lo2: np.ndarray, hi2: np.ndarray,
-                            size: np.ndarray, *, best_fit: bool, off0: np.ndarray | None = None,
-                            placed0: np.ndarray | None = None) -> np.ndarray:
-    """:func:`_place_cyclic`, testing each buffer against every buffer placed before it."""
-    n = len(size)
-    off = np.zeros(n, dtype=np.int64) if off0 is None else off0.copy()
-    pre = np.flatnonzero(placed0) if placed0 is not None else np.zeros(0, dtype=np.int64)
-    # every array in placement order, so the buffers placed so far are a prefix: each
-    # placement compares against them only, not against all n
-    seq = np.concatenate([pre, np.asarray(order, dtype=np.int64)])
-    L1, H1, L2, H2, S, OFF = lo1[seq], hi1[seq], lo2[seq], hi2[seq], size[seq], off[seq]
-    # a placed buffer's second part meets a buffer's first only if it starts before the
-    # latest first part ends and ends after the earliest starts: when none does (no buffer
-    # wraps, as in pack's lifetime tables), that test is skipped (half the work)
-    seconds = bool(len(seq)) and bool(((L2 < H1.max()) & (H2 > L1.min())).any())
-    for k in range(len(pre), len(seq)):
-        a1, b1, a2, b2, sz = L1[k], H1[k], L2[k], H2[k], S[k]
-        l1, h1, l2, h2 = L1[:k], H1[:k], L2[:k], H2[:k]
-        m = (l1 < b1) & (h1 > a1)
-        if seconds:
-            m |= (l2 < b1) & (h2 > a1)
-        if b2 > a2:
-            m |= ((l1 < b2) & (h1 > a2)) | ((l2 < b2) & (h2 > a2))
-        idx = np.flatnonzero(m)
-        if idx.size == 0:
-            o = 0
-        else:
-            oi = OFF[idx]
-            srt = np.argsort(oi, kind="stable")
-            so = oi[srt]
-            o = _gap_offset(so, np.maximum.accumulate(so + S[idx][srt]), sz, best_fit)
-        OFF[k] = o
-    off[seq] = OFF
-    return off
+# The canonical placement as it was before it listed pairs (commit c4b8c3e), the tests'
+# reference: each buffer placed is tested against every buffer with vectorised masks. It
+# places where _place_canonical_dense cannot: keys past int64, negative sizes or offsets.
 
 
 def _place_canonical_all_pairs(order: np.ndarray, lo1: np.ndarray, hi1: np.ndarray, lo2: np.ndarray,
@@ -794,15 +926,6 @@ def _place_canonical_all_pairs(order: np.ndarray, lo1: np.ndarray, hi1: np.ndarr
 
     wraps = bool((hi2 > lo2).any())  # no second parts (lifetime tables, run plans): half the comparisons
 
-    def overlapping(a1: int, b1: int, a2: int, b2: int, l1: np.ndarray, h1: np.ndarray, l2: np.ndarray,
-                    h2: np.ndarray) -> np.ndarray:
-        m = (l1 < b1) & (h1 > a1)
-        if wraps:
-            m |= (l2 < b1) & (h2 > a1)
-            if b2 > a2:
-                m |= ((l1 < b2) & (h1 > a2)) | ((l2 < b2) & (h2 > a2))
-        return m
-
     # per buffer, the fixed buffers it overlaps in time merged into disjoint ranges
     # (starts, ends; both ascending), built when first needed: a buffer is checked
     # against them again each time its lowest offset rises
@@ -811,7 +934,7 @@ def _place_canonical_all_pairs(order: np.ndarray, lo1: np.ndarray, hi1: np.ndarr
     def fixed_ranges(i: int) -> tuple[list[int], list[int]]:
         got = taken.get(i)
         if got is None:
-            m = overlapping(lo1[i], hi1[i], lo2[i], hi2[i], f_lo1, f_hi1, f_lo2, f_hi2) & (f_top > f_off)
+            m = _overlapping(lo1[i], hi1[i], lo2[i], hi2[i], f_lo1, f_hi1, f_lo2, f_hi2, wraps) & (f_top > f_off)
             fo, ft = f_off[m], f_top[m]
             srt = np.argsort(fo, kind="stable")
             fo, reach = fo[srt], np.maximum.accumulate(ft[srt])
@@ -838,7 +961,7 @@ def _place_canonical_all_pairs(order: np.ndarray, lo1: np.ndarray, hi1: np.ndarr
         off[i] = o
         key[i] = inf
         h = o + int(size[i])
-        m = np.flatnonzero(overlapping(lo1[i], hi1[i], lo2[i], hi2[i], lo1, hi1, lo2, hi2)
+        m = np.flatnonzero(_overlapping(lo1[i], hi1[i], lo2[i], hi2[i], lo1, hi1, lo2, hi2, wraps)
                            & (key != inf) & (min_off < h))
         if m.size:
             min_off[m] = h
