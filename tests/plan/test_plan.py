@@ -421,7 +421,7 @@ def test_a_take_over_counts_the_first_cycle_where_the_previous_steps_blocks_stil
     assert a.plans_made >= 1 and a.planned_allocs == 0
     # judged by what it holds from the first cycle on only, it is taken over and costs more
     page = 64 * KiB
-    monkeypatch.setattr(PA, "_arena_bytes_held", lambda self, plan, kept, first: kept + -(-plan.arena // page) * page)
+    monkeypatch.setattr(PA, "_arena_way", lambda self, plan, cycle: cycle.kept + -(-plan.arena // page) * page)
     b = PlanAllocator(PlanSpec(online=ArenaSpec(page=page)), SimulatedDevice(1 << 40))
     assert _peak_reserved(b, evs) > online and b.planned_allocs > 0
 

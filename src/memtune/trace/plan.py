@@ -488,6 +488,17 @@ class _Active:
         self.kept: SortedDict | None = None
 
 
+@dataclass(frozen=True)
+class _Cycle:
+    """A learned step's coming cycle as a take-over would meet it (arenas still
+    draining are counted in ``kept`` and ``first``)."""
+
+    top: int    # peak of live bytes over the cycle
+    kept: int   # bytes of the pages the online policy's blocks that outlive the cycle touch
+    first: int  # the most the pages of online blocks not yet freed and the arena pages first
+    #             used so far come to during the cycle (an arena under a page: its bytes)
+
+
 class PlanAllocator:
     """``memtune-plan``: the online ``memtune`` policy plus learned step plans.
 
@@ -853,17 +864,18 @@ class PlanAllocator:
             # online policy's placement of the rest (held-out neural-ode-train: 1.019 x
             # the bound with an arena, 1.025 in place, 1.035 in place during the climb
             # too; ssm-train 1.012, 1.018)
-            over = None if plan.unplanned or self._climbing(plan, origin) else self._overlay(plan, origin)
-            if self._raises_peak(plan, origin, None if over is None else over[0]):
+            cycle = self._cycle_pages(plan, origin)
+            over = None if plan.unplanned or self._climbing(cycle) else self._overlay(plan, origin)
+            if self._raises_peak(plan, cycle, None if over is None else over[0]):
                 self._refused[signature] = self.stats.peak(S.RESERVED_BYTES)
                 self._next_check = self._pos + plan.length
                 return
-            if over is not None and over[0] <= self._arena_way(plan, origin):
+            if over is not None and over[0] <= self._arena_way(plan, cycle):
                 self._activate_overlay(plan, origin, signature, over)
             else:
                 self._activate(plan, origin, signature)
 
-    def _raises_peak(self, plan: StepPlan, origin: int, overlay: int | None = None) -> bool:
+    def _raises_peak(self, plan: StepPlan, cycle: _Cycle, overlay: int | None = None) -> bool:
         """Whether serving ``plan`` from here can only raise the peak of reserved memory.
 
         The online policy keeps the pages its blocks from before the plan touch (the
@@ -880,11 +892,10 @@ class PlanAllocator:
         than :data:`CLIMB_TOLERANCE`, the online policy alone would have needed less.
         (Held-out fedavg-train: one client's local step was taken over while the round's
         other client copies kept coming online, 1.079x the bound against memtune's 1.045x.)"""
-        top, kept, first = self._cycle_pages(plan, origin)
-        way = self._arena_bytes_held(plan, kept, first)
+        way = self._arena_way(plan, cycle)
         peak = self.stats.peak(S.RESERVED_BYTES)
-        if top > self.online._peak_live + self.online._page:  # climbing (see _climbing)
-            return way + self._left_online(plan) > max(peak, int(top * (1 + CLIMB_TOLERANCE)))
+        if self._climbing(cycle):
+            return way + self._left_online(plan) > max(peak, int(cycle.top * (1 + CLIMB_TOLERANCE)))
         return (way if overlay is None else min(way, overlay)) > peak
 
     def _left_online(self, plan: StepPlan) -> int:
@@ -896,33 +907,26 @@ class PlanAllocator:
         return sum((k[1] + align - 1) // align * align for phi, k in enumerate(plan.template)
                    if k[0] == ALLOC and phi not in plan.offsets)
 
-    def _climbing(self, plan: StepPlan, origin: int) -> bool:
+    def _climbing(self, cycle: _Cycle) -> bool:
         """Whether the coming cycle sets a new peak of live bytes (by more than a page)."""
-        return self._cycle_pages(plan, origin)[0] > self.online._peak_live + self.online._page
+        return cycle.top > self.online._peak_live + self.online._page
 
-    def _arena_way(self, plan: StepPlan, origin: int) -> int:
-        """Bytes a take-over into an arena of its own holds (see :meth:`_arena_bytes_held`)."""
-        _top, kept, first = self._cycle_pages(plan, origin)
-        return self._arena_bytes_held(plan, kept, first)
-
-    def _arena_bytes_held(self, plan: StepPlan, kept: int, first: int) -> int:
+    def _arena_way(self, plan: StepPlan, cycle: _Cycle) -> int:
         """The most a take-over into an arena of its own holds: from the first cycle on,
         the pages the online policy's blocks that outlive the cycle touch and the whole
         arena; during the first cycle, the pages of the blocks from before that are not
-        freed yet beside the arena pages first used so far (``first``). Why the first
+        freed yet beside the arena pages first used so far (``cycle.first``). Why the first
         cycle: a step whose buffers live several steps (held-out style-transfer-lbfgs,
         L-BFGS's history) fills its arena while the previous steps' copies of those
         buffers still sit in the online policy: 1.123x the bound taken over, where its
         pages from after the first cycle and the arena came to 1.063x."""
         page = self.online._page
         arena = plan.arena if plan.arena < page else -(-plan.arena // page) * page  # (smaller: one exact allocation)
-        return max(kept + arena, first)
+        return max(cycle.kept + arena, cycle.first)
 
-    def _cycle_pages(self, plan: StepPlan, origin: int) -> tuple[int, int, int]:
-        """(peak of live bytes over the coming cycle, bytes of the pages the online
-        policy's blocks that outlive it touch, and the most bytes of pages the online
-        policy's blocks still live and the arena pages first used so far come to during
-        the cycle; arenas still draining are included in both)."""
+    def _cycle_pages(self, plan: StepPlan, origin: int) -> _Cycle:
+        """What the coming cycle of ``plan`` (from ``origin``) needs, walked once for
+        a look at the step (see :class:`_Cycle`)."""
         on = self.online
         page = on._page
         count: dict[int, int] = {}
@@ -962,7 +966,7 @@ class PlanAllocator:
                             del count[k]
                 else:
                     live -= sizes.pop(r - key[1], 0)
-        return top, len(count) * page + self._arena_bytes, first + self._arena_bytes
+        return _Cycle(top, len(count) * page + self._arena_bytes, first + self._arena_bytes)
 
     def _overlay(self, plan: StepPlan, origin: int) -> tuple[int, Any, dict[int, int]] | None:
         """The step packed around the blocks the online policy holds, in place.
