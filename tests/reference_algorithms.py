@@ -8,15 +8,17 @@ results; benchmarks/bench_extend.py measures these as the baselines.
 ``reference_place_cyclic``, ``reference_place_canonical`` and ``reference_best_fit``, the
 packer's greedy placements (memtune.trace.packing's ``_place_cyclic``, ``_place_canonical``
 and ``_best_fit``) as of commit c4b8c3e: each placement compares the buffer with every
-buffer placed before it (all pairs). ``reference_place_canonical`` is not copied here: it is
-memtune.trace.placement's ``_place_canonical_all_pairs``, the algorithm of c4b8c3e, which the
-packer keeps where its dense placement cannot place (keys past int64, negative sizes or offsets).
-tests/plan/test_packing_reference.py checks that the fast versions give the same offsets;
+buffer placed before it (all pairs). ``reference_place_canonical`` is a frozen copy, with its
+own overlap test: the packer's ``_place_canonical_all_pairs`` (the same algorithm, kept where the
+dense placement cannot place) now shares that test with the fast placements, so it could not
+catch a bug there. tests/plan/test_packing_reference.py checks that the fast versions give the
+same offsets;
 benchmarks/bench_packing.py measures these as the baselines.
 """
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 from typing import Sequence
 
@@ -24,7 +26,6 @@ import numpy as np
 
 from memtune.errors import MemtuneError
 from memtune.trace.model import Action, DeviceTrace, Event
-from memtune.trace.placement import _place_canonical_all_pairs as reference_place_canonical
 from memtune.trace.plan import Period
 
 __all__ = ["reference_best_fit", "reference_detect_period", "reference_place_canonical", "reference_place_cyclic",
@@ -202,4 +203,91 @@ def reference_place_cyclic(order: np.ndarray, lo1: np.ndarray, hi1: np.ndarray, 
                 o = int(prev[fit[0]])
         OFF[k] = o
     off[seq] = OFF
+    return off
+
+
+def reference_place_canonical(order: np.ndarray, lo1: np.ndarray, hi1: np.ndarray, lo2: np.ndarray,
+                              hi2: np.ndarray, size: np.ndarray, *, off0: np.ndarray | None = None,
+                              placed0: np.ndarray | None = None) -> np.ndarray:
+    """minimalloc's canonical greedy (as packing's ``_lowest_offset``), for buffers live on
+    one or two parts of a cycle and around buffers already placed: repeatedly place,
+    of the buffers in ``order``, the one that can sit lowest -- on top of every
+    buffer placed so far that it overlaps in time, and clear of the ``placed0``
+    buffers (fixed at ``off0``) -- ties going to the earliest in ``order``.
+
+    Why: placing buffers in rising offsets makes every buffer rest on what is below
+    it, so the buffers live at the busiest time stack without gaps. Taking buffers in
+    a fixed order instead (largest first, longest first) leaves gaps under a buffer
+    that no later one fills: on the held-out steps, 12 of 47 packings end more than
+    1 % above the bound that way, and 4 with this rule too.
+    """
+    n = len(size)
+    off = np.zeros(n, dtype=np.int64) if off0 is None else off0.copy()
+    todo = np.asarray(order, dtype=np.int64)
+    rank = np.zeros(n, dtype=np.int64)
+    rank[todo] = np.arange(len(todo))
+    inf = np.iinfo(np.int64).max
+    key = np.full(n, inf, dtype=np.int64)  # lowest feasible offset * n + rank; inf = not to place
+    key[todo] = rank[todo]
+    min_off = np.zeros(n, dtype=np.int64)
+    fixed = np.flatnonzero(placed0) if placed0 is not None else np.zeros(0, dtype=np.int64)
+    f_lo1, f_hi1, f_lo2, f_hi2 = lo1[fixed], hi1[fixed], lo2[fixed], hi2[fixed]
+    f_off, f_top = off[fixed], off[fixed] + size[fixed]
+
+    wraps = bool((hi2 > lo2).any())  # no second parts (lifetime tables, run plans): half the comparisons
+
+    def overlapping(a1: int, b1: int, a2: int, b2: int, l1: np.ndarray, h1: np.ndarray, l2: np.ndarray,
+                    h2: np.ndarray) -> np.ndarray:
+        m = (l1 < b1) & (h1 > a1)
+        if wraps:
+            m |= (l2 < b1) & (h2 > a1)
+            if b2 > a2:
+                m |= ((l1 < b2) & (h1 > a2)) | ((l2 < b2) & (h2 > a2))
+        return m
+
+    # per buffer, the fixed buffers it overlaps in time merged into disjoint ranges
+    # (starts, ends; both ascending), built when first needed: a buffer is checked
+    # against them again each time its lowest offset rises
+    taken: dict[int, tuple[list[int], list[int]]] = {}
+
+    def fixed_ranges(i: int) -> tuple[list[int], list[int]]:
+        got = taken.get(i)
+        if got is None:
+            m = overlapping(lo1[i], hi1[i], lo2[i], hi2[i], f_lo1, f_hi1, f_lo2, f_hi2) & (f_top > f_off)
+            fo, ft = f_off[m], f_top[m]
+            srt = np.argsort(fo, kind="stable")
+            fo, reach = fo[srt], np.maximum.accumulate(ft[srt])
+            new = np.ones(len(fo), dtype=bool)
+            new[1:] = fo[1:] > reach[:-1]  # a range starts where no earlier one reaches
+            last = np.append(np.flatnonzero(new)[1:] - 1, len(fo) - 1) if len(fo) else np.zeros(0, dtype=np.int64)
+            got = taken[i] = (fo[new].tolist(), reach[last].tolist())
+        return got
+
+    for _ in range(len(todo)):
+        while True:
+            i = int(np.argmin(key))
+            o = int(min_off[i])
+            if not fixed.size:
+                break
+            # the lowest offset from o up that clears the fixed buffers it overlaps
+            # (raising it keeps the choice canonical: a key only ever grows)
+            starts, ends = fixed_ranges(i)
+            sz = int(size[i])
+            o2 = o
+            j = bisect.bisect_right(ends, o2)
+            while j < len(starts) and starts[j] < o2 + sz:
+                o2 = ends[j]
+                j += 1
+            if o2 == o:
+                break
+            min_off[i] = o2
+            key[i] = o2 * n + rank[i]
+        off[i] = o
+        key[i] = inf
+        h = o + int(size[i])
+        m = np.flatnonzero(overlapping(lo1[i], hi1[i], lo2[i], hi2[i], lo1, hi1, lo2, hi2)
+                           & (key != inf) & (min_off < h))
+        if m.size:
+            min_off[m] = h
+            key[m] = h * n + rank[m]
     return off

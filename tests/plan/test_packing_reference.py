@@ -155,6 +155,8 @@ def test_placements_are_the_reference(step, knob, with_fixed):
                                                                placed0=placed0), want)
         np.testing.assert_array_equal(packing._place_canonical(order, lo1, hi1, lo2, hi2, size, off0=off0,
                                                                placed0=placed0, layout=layout), want)
+        np.testing.assert_array_equal(placement._place_canonical_all_pairs(order, lo1, hi1, lo2, hi2, size, off0=off0,
+                                                                          placed0=placed0), want)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -167,9 +169,12 @@ def test_placements_are_the_reference_on_odd_parts(step, knob):
             np.testing.assert_array_equal(
                 packing._place_cyclic(order, lo1, hi1, lo2, hi2, size, best_fit=best_fit, off0=off0, placed0=placed0),
                 reference_place_cyclic(order, lo1, hi1, lo2, hi2, size, best_fit=best_fit, off0=off0, placed0=placed0))
+        want = reference_place_canonical(order, lo1, hi1, lo2, hi2, size, off0=off0, placed0=placed0)
         np.testing.assert_array_equal(
-            packing._place_canonical(order, lo1, hi1, lo2, hi2, size, off0=off0, placed0=placed0),
-            reference_place_canonical(order, lo1, hi1, lo2, hi2, size, off0=off0, placed0=placed0))
+            packing._place_canonical(order, lo1, hi1, lo2, hi2, size, off0=off0, placed0=placed0), want)
+        # the fallback the packer keeps for inputs the dense placement refuses, checked on its own
+        np.testing.assert_array_equal(
+            placement._place_canonical_all_pairs(order, lo1, hi1, lo2, hi2, size, off0=off0, placed0=placed0), want)
 
 
 @settings(max_examples=100, deadline=None)
