@@ -71,6 +71,8 @@ def test_record_training_script_unchanged_output_and_profiler_peak(tmp_path: Pat
     prof = json.loads((tmp_path / "prof.json").read_text())
     mem = [e["args"] for e in prof["traceEvents"] if e.get("name") == "[memory]" and e["args"]["Device Type"] == 0]
     assert len(mem) > 50
+    # asking for the profiler's trace records the ops too (a plain recording keeps no op records)
+    assert any(e.get("cat") == "cpu_op" for e in prof["traceEvents"])
     profiler_peak = max(a["Total Allocated"] for a in mem)
 
     trace = memtune.load_trace(tmp_path / "t.jsonl.gz")

@@ -103,7 +103,8 @@ def build_child(cmd: ChildCommand, out: Path, device: str, profiler_trace: Path 
 @click.option("--device", type=click.Choice(["cpu", "cuda", "all"], case_sensitive=False), default="cpu",
               show_default=True, help="Which allocations to record; 'all' is CPU plus CUDA where present.")
 @click.option("--profiler-trace", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Also write torch.profiler's own Chrome trace of the run (for cross-checking).")
+              help="Also write torch.profiler's own Chrome trace of the run (for cross-checking); "
+                   "the profiler then records every op too, which costs memory on long runs.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not print the summary line.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 @click.pass_context

@@ -12,8 +12,11 @@ allocator reports every allocation and free to the active profiler with the
 pointer, the signed size and its own running total. We read those records
 straight from the profiler's result tree (no Chrome-trace round trip) and turn
 them into a :class:`DeviceTrace` (device -1, as the profiler numbers the CPU).
-Shapes and stacks are off, which keeps the overhead to the op-level bookkeeping
-the profiler always does (see ``benchmarks/bench_record.py``).
+The profiler runs with its op callbacks limited to the program's own
+``record_function`` ranges (:class:`_CpuProfiler`): the allocator reports memory
+to the profiler's state directly, not through ops, so the records are the same
+as with every op recorded, without the op records that took gigabytes on long
+runs of small ops (``python benchmarks/run.py record``).
 
 CUDA: the caching allocator's own history (``torch.cuda.memory._record_memory_history``
 without stack context, then a snapshot read by memtune's snapshot reader). The
@@ -124,6 +127,101 @@ class RawAllocation:
     total_reserved: int
     device: int  # CPU_DEVICE for the CPU, else the CUDA device index
     device_type: str  # "cpu" or "cuda"
+
+
+class _CpuProfiler:
+    """torch's profiler reporting CPU allocations, with op records off unless ``with_ops``.
+
+    The profiler keeps a record of every op until it stops (hundreds of bytes
+    each, and a result tree built from them at the end); interleaved with the
+    program's tensors in glibc's heap, those long-lived blocks keep freed tensor
+    memory from being reused or returned, so a recording of many small ops
+    peaked at gigabytes where the program alone needs 0.5 GB. The CPU allocator
+    reports each allocation and free to the profiler's thread-local state, not
+    through an op, so enabling the profiler with op callbacks for ``USER_SCOPE``
+    only (the program's own ``record_function`` ranges: few) gives the same
+    memory records without the per-op ones. ``torch.profiler.profile`` has no
+    such switch, hence ``torch.autograd._enable_profiler`` and its ``scopes``.
+
+    ``with_ops`` (or a torch without those entry points) is the previous way:
+    ``torch.profiler.profile`` as is, its result kept after :meth:`stop` for
+    :meth:`export`. Otherwise the result is only returned, so the caller can
+    drop it as soon as it has read it.
+    """
+
+    def __init__(self, with_ops: bool = False):
+        self.with_ops = with_ops
+        self._profile: Any = None  # the torch.profiler.profile of the with-ops path
+
+    def start(self) -> None:
+        torch = _require_torch()
+        scoped = None if self.with_ops else _scoped_profiler_api(torch)
+        if scoped is None:
+            from torch.profiler import ProfilerActivity, profile
+
+            self.with_ops = True
+            self._profile = profile(
+                activities=[ProfilerActivity.CPU], profile_memory=True, record_shapes=False, with_stack=False
+            )
+            self._profile.__enter__()
+            return
+        prepare, enable, config, activities, scopes = scoped
+        prepare(config, activities)
+        torch.autograd.profiler._run_on_profiler_start()  # what torch.profiler sets: "a profiler is on"
+        try:
+            enable(config, activities, scopes)
+        except BaseException:
+            torch.autograd.profiler._run_on_profiler_stop()
+            raise
+
+    def stop(self) -> Any:
+        """Stop the profiler and return its result (torch's ``_ProfilerResult``)."""
+        torch = _require_torch()
+        if self._profile is not None:
+            self._profile.__exit__(None, None, None)
+            return self._profile.profiler.kineto_results
+        try:
+            return torch.autograd._disable_profiler()
+        finally:
+            torch.autograd.profiler._run_on_profiler_stop()
+
+    def export(self, path: str | os.PathLike[str]) -> None:
+        """The profiler's own Chrome trace; only the with-ops path keeps what it needs."""
+        if self._profile is None:
+            raise MemtuneError(
+                "export_profiler_trace: the profiler's result was not kept; create the recorder "
+                "with profiler_trace=True (memtune record --profiler-trace) to export it"
+            )
+        self._profile.export_chrome_trace(str(path))
+
+
+def _scoped_profiler_api(torch: ModuleType) -> tuple[Any, Any, Any, set[Any], set[Any]] | None:
+    """torch's lower-level profiler entry points, configured as ``profile(activities=[CPU],
+    profile_memory=True)`` would, with op callbacks for ``USER_SCOPE`` only; None if absent."""
+    try:
+        from torch._C._profiler import (
+            ProfilerActivity,
+            ProfilerConfig,
+            ProfilerState,
+            RecordScope,
+            _ExperimentalConfig,
+        )
+
+        autograd = torch.autograd
+        prepare, enable = autograd._prepare_profiler, autograd._enable_profiler
+        # what start() and stop() call besides, looked up now: a torch without them falls back before recording
+        later = (
+            autograd._disable_profiler,
+            autograd.profiler._run_on_profiler_start,
+            autograd.profiler._run_on_profiler_stop,
+        )
+        if not all(callable(f) for f in later):
+            return None
+        # state, record_shapes, profile_memory, with_stack, with_flops, with_modules, experimental config
+        config = ProfilerConfig(ProfilerState.KINETO, False, True, False, False, False, _ExperimentalConfig())
+    except (ImportError, AttributeError, TypeError):
+        return None
+    return prepare, enable, config, {ProfilerActivity.CPU}, {RecordScope.USER_SCOPE}
 
 
 def allocations_from_profiler(kineto_results: Any) -> list[RawAllocation]:
@@ -314,6 +412,11 @@ class Recorder:
     :meth:`start` / :meth:`stop`. After it stops, :attr:`trace` holds the
     recording; if ``path`` was given the trace is also saved there in memtune's
     JSON Lines format.
+
+    ``profiler_trace``: keep torch's profiler result, op events included, for
+    :meth:`export_profiler_trace` (how every recording ran before). The trace is
+    the same either way; this costs hundreds of bytes per op until the recorder
+    is dropped, gigabytes on long runs of small ops (see :class:`_CpuProfiler`).
     """
 
     def __init__(
@@ -322,6 +425,7 @@ class Recorder:
         *,
         devices: str | Iterable[str] = ("cpu",),
         metadata: dict[str, Any] | None = None,
+        profiler_trace: bool = False,
     ):
         # absolute now: the recorded program may change directory before we save
         self.path = Path(path).absolute() if path is not None else None
@@ -329,8 +433,9 @@ class Recorder:
             check_output_path(self.path)
         self.devices = normalize_devices(devices)
         self.metadata = dict(metadata or {})
+        self.profiler_trace = profiler_trace
         self.trace: Trace | None = None
-        self._prof: Any = None
+        self._prof: _CpuProfiler | None = None
         self._cuda = False
         self._started = False
         self._t0_ns = 0
@@ -345,16 +450,12 @@ class Recorder:
             raise MemtuneError("this recorder was already started; create a new memtune.record() for a new recording")
         torch = _require_torch()
         if "cpu" in self.devices:
-            from torch.profiler import ProfilerActivity, profile
-
             if torch.autograd.profiler._is_profiler_enabled or torch._C._autograd._profiler_enabled():
                 raise MemtuneError(
                     "cannot start recording: a torch profiler is already active in this process "
                     "(PyTorch allows one at a time); stop it, or record outside it"
                 )
-            self._prof = profile(
-                activities=[ProfilerActivity.CPU], profile_memory=True, record_shapes=False, with_stack=False
-            )
+            self._prof = _CpuProfiler(with_ops=self.profiler_trace)
         self._wall_start = time.time()
         self._t0_ns = time.time_ns()
         if "cuda" in self.devices:
@@ -363,7 +464,7 @@ class Recorder:
             torch.cuda.memory._record_memory_history("all", context=None, stacks="python", clear_history=True)
             self._cuda = True
         if self._prof is not None:
-            self._prof.__enter__()
+            self._prof.start()
         self._started = True
         return self
 
@@ -377,8 +478,8 @@ class Recorder:
 
         raws: list[RawAllocation] = []
         if self._prof is not None:
-            self._prof.__exit__(None, None, None)
-            raws = allocations_from_profiler(self._prof.profiler.kineto_results)
+            # read, then let go of, the profiler's result before the trace is built
+            raws = allocations_from_profiler(self._prof.stop())
         cuda_devices: list[DeviceTrace] = []
         if self._cuda:
             cuda_devices = _stop_cuda_history(self._t0_ns)
@@ -394,6 +495,7 @@ class Recorder:
         source = str(self.path) if self.path is not None else "memtune.record()"
         t0 = min([self._t0_ns, *(r.time_ns for r in raws[:1])])
         trace = trace_from_allocations(raws, devices=("cpu",), source=source, metadata=meta, t0_ns=t0)
+        del raws  # the events hold what is needed; do not keep a second copy through the save
         trace.devices.extend(cuda_devices)
         self.trace = trace
         if self.path is not None:
@@ -403,12 +505,16 @@ class Recorder:
         return self.trace
 
     def export_profiler_trace(self, path: str | os.PathLike[str]) -> None:
-        """Write the profiler's own Chrome trace of the recorded window (for cross-checks)."""
+        """Write the profiler's own Chrome trace of the recorded window (for cross-checks).
+
+        Needs ``profiler_trace=True``. Its ``[memory]`` events are the records the
+        trace was built from.
+        """
         if self.trace is None:
             raise MemtuneError("export_profiler_trace: the recorder has not stopped yet")
         if self._prof is None:
             raise MemtuneError("export_profiler_trace: the CPU was not recorded, so no profiler ran")
-        self._prof.export_chrome_trace(str(path))
+        self._prof.export(path)
 
     def __enter__(self) -> "Recorder":
         return self.start()
@@ -438,6 +544,7 @@ def record(
     *,
     devices: str | Iterable[str] = ("cpu",),
     metadata: dict[str, Any] | None = None,
+    profiler_trace: bool = False,
 ) -> Recorder:
     """Record PyTorch's allocations while the ``with`` block runs.
 
@@ -446,8 +553,10 @@ def record(
     >>> rec.trace.devices[0].peak_requested_bytes()     # doctest: +SKIP
 
     ``devices``: "cpu" (default), "cuda", or "all" (CPU plus CUDA where present).
+    ``profiler_trace``: keep the profiler's result for :meth:`Recorder.export_profiler_trace`
+    (costs memory on long runs; see :class:`Recorder`).
     """
-    return Recorder(path, devices=devices, metadata=metadata)
+    return Recorder(path, devices=devices, metadata=metadata, profiler_trace=profiler_trace)
 
 
 def check_output_path(path: Path) -> None:
@@ -555,7 +664,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--out", "-o", required=True, help="trace file to write (.jsonl or .jsonl.gz)")
     parser.add_argument("--device", default="cpu", help="cpu, cuda or all (default cpu)")
-    parser.add_argument("--profiler-trace", default=None, help="also write the profiler's own Chrome trace here")
+    parser.add_argument(
+        "--profiler-trace",
+        default=None,
+        help="also write the profiler's own Chrome trace here (the profiler then records ops too, "
+        "which costs memory on long runs)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no summary line on stderr")
     opts = parser.parse_args(own)
     profiler_trace = Path(opts.profiler_trace).absolute() if opts.profiler_trace else None
@@ -565,6 +679,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             opts.out,
             devices=opts.device,
             metadata={"command": target.describe(), "cwd": os.getcwd()},
+            profiler_trace=profiler_trace is not None,
         )
     except MemtuneError as e:
         print(f"memtune record: error: {e}", file=sys.stderr)
