@@ -481,7 +481,13 @@ def render(rows: list[Row], pols: list[str], command: str, seconds: float, heldo
                   "data, an EfficientNet under bfloat16 autocast with loss scaling, chunked attention over 8,192",
                   "tokens under checkpointing, a vmap ensemble of 8 CNNs, an exact GP with a deep kernel on",
                   "minibatches drawn every step, an adaptive softmax over 100,000 words) was committed unmeasured",
-                  "and measured once with that change. The demo set informed one rule (when the tiny phase ends).",
+                  "and measured once with that change. Two changes to plan mode followed, measured on the earlier",
+                  "sets (a take-over into an arena is refused during a climb when it costs more than the online",
+                  "policy would, and is judged over its first cycle too). The sixteenth (a Fourier neural operator,",
+                  "a reversible residual network, dense retrieval against an index of the corpus rebuilt every four",
+                  "steps, GraphSAGE on neighbourhoods sampled every step, a Shampoo optimizer with eigendecompositions",
+                  "every four steps, serving with continuous batching over a paged key/value cache) was committed",
+                  "unmeasured and measured once with them. The demo set informed one rule (when the tiny phase ends).",
                   "Small workloads (tens of MiB) are a few 2 MiB pages, so page granularity alone can cost more",
                   "than 5 % there.", ""]
         lines += policy_table(heldout, pols)
