@@ -150,18 +150,12 @@ def bench_allocator(quick: bool) -> None:
 
 
 def _events_digest(trace) -> str:
-    """What a rerun reproduces: each event's action and size, and which allocation each free ends."""
-    from memtune.trace.model import Action
+    """What a rerun reproduces: plan mode's tokens (each allocation's size and stream, each
+    free's distance back to its allocation), hashed."""
+    from memtune.trace.plan import tokenize
 
-    live: dict[int, int] = {}
-    h = hashlib.sha256()
-    for i, e in enumerate(trace.devices[0].events):
-        if e.action is Action.ALLOC:
-            live[e.address] = i
-            h.update(f"A{e.size};".encode())
-        elif e.action is Action.FREE:
-            h.update(f"F{e.size}:{live.pop(e.address)};".encode())
-    return h.hexdigest()[:16]
+    toks, keys = tokenize(trace.devices[0].events)
+    return hashlib.sha256(repr([keys[t] for t in toks.tolist()]).encode()).hexdigest()[:16]
 
 
 def _memory_child(mode: str, steps: int) -> None:
