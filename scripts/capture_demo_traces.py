@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import functools
 import itertools
+import math
 import sys
 from pathlib import Path
 from typing import Callable, Protocol, cast
@@ -5667,6 +5668,474 @@ def snn_bptt_train(*, steps: int, seed: int) -> float:
     return _train(model, batch_fn, steps, nn.functional.cross_entropy, opt)
 
 
+@_workload(default_steps=16)
+def early_exit_serve(*, steps: int, seed: int) -> float:
+    """Serving a text classifier with early exits (in the manner of DeeBERT / BERxiT), one request
+    per step, each a batch of 32 sequences whose lengths (48-256 tokens, log-uniform) are drawn
+    from the data generator, padded to the longest of the request with a key padding mask: a
+    token embedding 16000x384 and learned positions, 6 pre-norm nn.TransformerEncoderLayer of
+    width 384, 6 heads, MLP 1536, GELU, no dropout, in eval mode under torch.inference_mode()
+    (PyTorch's fused encoder-layer path), each layer followed by an exit head (LayerNorm and a
+    linear 384-4 on the first token's state) whose softmax decides, per sequence, whether it
+    leaves: a sequence whose top probability is at least 0.45 takes that head's class and is
+    dropped from the batch (index_select of the surviving rows of the hidden states and mask),
+    the padding is trimmed to the longest survivor, and the rest go on to the next layer (the
+    last head answers for whoever is left). The weights are as initialised (no training), so
+    which sequences leave where follows the tokens. The batch shrinks layer by layer and each
+    request's shapes follow its drawn lengths and how many sequences leave where; 16 requests."""
+    torch.manual_seed(0)
+    vocab, dim, heads, depth, classes, batch, longest, threshold = 16000, 384, 6, 6, 4, 32, 256, 0.45
+
+    class ExitEncoder(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed, self.pos = nn.Embedding(vocab, dim, padding_idx=0), nn.Embedding(longest, dim)
+            self.blocks = nn.ModuleList(nn.TransformerEncoderLayer(dim, heads, 4 * dim, dropout=0.0, activation="gelu",
+                                                                   batch_first=True, norm_first=True)
+                                        for _ in range(depth))
+            self.exits = nn.ModuleList(nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, classes)) for _ in range(depth))
+
+        def forward(self, tokens: torch.Tensor, pad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            answers = torch.full((len(tokens),), -1, dtype=torch.long)
+            exited_at = torch.full((len(tokens),), depth - 1, dtype=torch.long)
+            rows = torch.arange(len(tokens))
+            x = self.embed(tokens) + self.pos(torch.arange(tokens.shape[1]))
+            for i, (block, head) in enumerate(zip(self.blocks, self.exits)):
+                x = block(x, src_key_padding_mask=pad)
+                confidence, label = head(x[:, 0]).softmax(-1).max(-1)
+                leave = confidence >= threshold if i < depth - 1 else torch.ones_like(confidence, dtype=torch.bool)
+                answers[rows[leave]] = label[leave]
+                exited_at[rows[leave]] = i
+                stay = (~leave).nonzero().squeeze(1)
+                if len(stay) == 0:
+                    break
+                rows, x, pad = rows[stay], x.index_select(0, stay), pad.index_select(0, stay)
+                keep = int((~pad).sum(1).max())
+                x, pad = x[:, :keep].contiguous(), pad[:, :keep].contiguous()
+            return answers, exited_at
+
+    model = ExitEncoder().eval()
+    gen = torch.Generator().manual_seed(99 + seed)
+    total = 0.0
+    with torch.inference_mode():
+        for _ in range(steps):
+            lengths = (48 * (longest / 48) ** torch.rand(batch, generator=gen)).long()  # log-uniform
+            width = int(lengths.max())
+            pad = torch.arange(width)[None] >= lengths[:, None]
+            tokens = torch.randint(1, vocab, (batch, width), generator=gen).masked_fill(pad, 0)
+            answers, exited_at = model(tokens, pad)
+            total += float(answers.sum()) + float(exited_at.float().mean())
+    return total
+
+
+@_workload(default_steps=6)
+def unet3d_seg_train(*, steps: int, seed: int) -> float:
+    """Volumetric segmentation by a 3D U-Net in the manner of nnU-Net, batch 2 single-channel
+    patches of 48x48x48 voxels, 4 classes (labels made by quantising smoothed noise, with the
+    image a per-class intensity plus noise and random flips along the three axes, all from the
+    data generator): an encoder of double 3x3x3 Conv3d blocks (16, 32, 64 and 128 channels at
+    48^3, 24^3, 12^3 and 6^3, each conv followed by InstanceNorm3d with affine weights and
+    LeakyReLU 0.01, 2x2x2 max pooling between), a decoder of ConvTranspose3d 2x2x2 upsamplings
+    concatenated with the encoder's skip and double conv blocks (64, 32, 16 channels), 1x1x1
+    heads at the three decoder resolutions (deep supervision: the 12^3 and 24^3 outputs against
+    labels subsampled to their grid, weights 0.25, 0.5 and 1); each output's loss is
+    cross-entropy plus a soft Dice loss on its softmax and one-hot labels; SGD with Nesterov
+    momentum 0.99 and weight decay 3e-5 as nnU-Net, gradient clipping at 12. Large 5-D
+    activations at four resolutions, concatenated skips, per-scale one-hot and probability
+    volumes; fixed shapes; 6 steps."""
+    torch.manual_seed(0)
+    batch, size, classes = 2, 48, 4
+    widths = [16, 32, 64, 128]
+
+    def double(cin: int, cout: int) -> nn.Sequential:
+        return nn.Sequential(nn.Conv3d(cin, cout, 3, padding=1, bias=False), nn.InstanceNorm3d(cout, affine=True),
+                             nn.LeakyReLU(0.01), nn.Conv3d(cout, cout, 3, padding=1, bias=False),
+                             nn.InstanceNorm3d(cout, affine=True), nn.LeakyReLU(0.01))
+
+    class UNet3D(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.down = nn.ModuleList(double(cin, cout) for cin, cout in zip([1, *widths[:-1]], widths))
+            self.up = nn.ModuleList(nn.ConvTranspose3d(cin, cout, 2, 2) for cin, cout in
+                                    zip(widths[:0:-1], widths[-2::-1]))
+            self.merge = nn.ModuleList(double(2 * c, c) for c in widths[-2::-1])
+            self.heads = nn.ModuleList(nn.Conv3d(c, classes, 1) for c in widths[-2::-1])
+
+        def forward(self, x: torch.Tensor) -> list[torch.Tensor]:
+            skips = []
+            for i, block in enumerate(self.down):
+                x = block(x if i == 0 else nn.functional.max_pool3d(x, 2))
+                skips.append(x)
+            outs = []
+            for up, merge, head, skip in zip(self.up, self.merge, self.heads, skips[-2::-1]):
+                x = merge(torch.cat([up(x), skip], 1))
+                outs.append(head(x))
+            return outs  # 12^3, 24^3, 48^3
+
+    def seg_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        probs = logits.softmax(1)
+        onehot = nn.functional.one_hot(labels, classes).permute(0, 4, 1, 2, 3).float()
+        dims = (0, 2, 3, 4)
+        dice = (2 * (probs * onehot).sum(dims) + 1e-5) / (probs.sum(dims) + onehot.sum(dims) + 1e-5)
+        return nn.functional.cross_entropy(logits, labels) + 1 - dice.mean()
+
+    model = UNet3D()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.99, nesterov=True, weight_decay=3e-5)
+    gen = torch.Generator().manual_seed(100 + seed)
+    levels = torch.randn(classes, generator=gen)
+    total = 0.0
+    for _ in range(steps):
+        noise = nn.functional.avg_pool3d(torch.rand(batch, 1, size, size, size, generator=gen), 9, 1, 4)
+        flat = noise.flatten(1)
+        cuts = torch.quantile(flat, torch.tensor([0.4, 0.7, 0.9]), dim=1).T  # (batch, 3)
+        labels = (flat[:, :, None] > cuts[:, None, :]).sum(-1).view(batch, size, size, size)
+        image = levels[labels][:, None] + 0.5 * torch.randn(batch, 1, size, size, size, generator=gen)
+        for axis in (2, 3, 4):
+            if bool(torch.rand((), generator=gen) < 0.5):
+                image, labels = image.flip(axis), labels.flip(axis - 1)
+        opt.zero_grad(set_to_none=True)
+        outs = model(image)
+        loss = sum(weight * seg_loss(out, labels[:, ::stride, ::stride, ::stride])
+                   for weight, stride, out in zip((0.25, 0.5, 1.0), (4, 2, 1), outs))
+        loss = cast(torch.Tensor, loss)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 12.0)
+        opt.step()
+        total += loss.item()
+    return total
+
+
+@_workload(default_steps=4)
+def hifigan_vocoder_train(*, steps: int, seed: int) -> float:
+    """A neural vocoder's generator in the manner of HiFi-GAN (a small one), trained without its
+    discriminators on a multi-resolution STFT loss and a mel-spectrogram L1 loss (as Parallel
+    WaveGAN's generator pre-training), batch 8 clips at 22050 Hz whose length (24-64 frames of
+    256 samples, so 6,144-16,384 samples) is drawn every step: target waveforms a sum of 8
+    harmonics of a drawn pitch (80-400 Hz) with random phases and decaying amplitudes plus
+    noise (from the data generator), their 80-band log-mel spectrogram (STFT 1024, hop 256,
+    reflect padding, a triangular mel filterbank built in the script) the generator's input,
+    made under no_grad. Generator: a Conv1d 80-128 (kernel 7), three ConvTranspose1d upsamplings
+    (kernel twice the stride: x8 to 64 channels, x8 to 32, x4 to 16; 256 samples a frame), each followed by a
+    multi-receptive-field fusion of two residual blocks (kernels 3 and 7, dilations 1, 3 and 5,
+    each a LeakyReLU 0.1 and dilated conv then a LeakyReLU and plain conv, with a skip) whose
+    outputs are averaged, all convolutions weight-normalised; a LeakyReLU, Conv1d 16-1 (kernel 7)
+    and tanh. Loss: for STFT sizes 512, 1024 and 2048 (hops 128, 256, 512, Hann windows) the
+    spectral convergence and log-magnitude L1 of the complex spectra's magnitudes, plus 45 x the
+    mel L1; AdamW (betas 0.8, 0.99). One-dimensional activations whose length grows x256 through
+    the network and changes every step, complex spectra at three resolutions; 4 steps."""
+    torch.manual_seed(0)
+    batch, mels, hop, rate, harmonics = 8, 80, 256, 22050, 8
+
+    def mel_filterbank(n_fft: int) -> torch.Tensor:
+        def hz_to_mel(f: torch.Tensor) -> torch.Tensor:
+            return 2595 * torch.log10(1 + f / 700)
+
+        points = 700 * (10 ** (torch.linspace(0.0, float(hz_to_mel(torch.tensor(rate / 2.0))), mels + 2) / 2595) - 1)
+        freqs = torch.linspace(0, rate / 2, n_fft // 2 + 1)
+        lower, centre, upper = points[:-2, None], points[1:-1, None], points[2:, None]
+        return torch.clamp(torch.minimum((freqs - lower) / (centre - lower), (upper - freqs) / (upper - centre)), min=0)
+
+    fbank, mel_window = mel_filterbank(1024), torch.hann_window(1024)
+
+    def log_mel(wave: torch.Tensor) -> torch.Tensor:  # (B, T) -> (B, mels, T / hop)
+        padded = nn.functional.pad(wave[:, None], ((1024 - hop) // 2, (1024 - hop) // 2), mode="reflect")[:, 0]
+        spec = torch.stft(padded, 1024, hop, 1024, mel_window, center=False, return_complex=True).abs()
+        return torch.log(torch.clamp(fbank @ spec, min=1e-5))
+
+    def wn_conv(cin: int, cout: int, kernel: int, dilation: int = 1) -> nn.Module:
+        return nn.utils.parametrizations.weight_norm(
+            nn.Conv1d(cin, cout, kernel, dilation=dilation, padding=dilation * (kernel - 1) // 2))
+
+    class ResBlock(nn.Module):
+        def __init__(self, channels: int, kernel: int) -> None:
+            super().__init__()
+            self.dilated = nn.ModuleList(wn_conv(channels, channels, kernel, d) for d in (1, 3, 5))
+            self.plain = nn.ModuleList(wn_conv(channels, channels, kernel) for _ in range(3))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            for c1, c2 in zip(self.dilated, self.plain):
+                x = x + c2(nn.functional.leaky_relu(c1(nn.functional.leaky_relu(x, 0.1)), 0.1))
+            return x
+
+    class Generator(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.pre = wn_conv(mels, 128, 7)
+            chans = [128, 64, 32, 16]
+            self.ups = nn.ModuleList(nn.utils.parametrizations.weight_norm(
+                nn.ConvTranspose1d(cin, cout, 2 * rate_, rate_, padding=rate_ // 2))
+                for cin, cout, rate_ in zip(chans, chans[1:], (8, 8, 4)))
+            self.mrf = nn.ModuleList(nn.ModuleList(ResBlock(c, k) for k in (3, 7)) for c in chans[1:])
+            self.post = wn_conv(chans[-1], 1, 7)
+
+        def forward(self, mel: torch.Tensor) -> torch.Tensor:
+            x = self.pre(mel)
+            for up, blocks in zip(self.ups, self.mrf):
+                x = up(nn.functional.leaky_relu(x, 0.1))
+                x = sum(block(x) for block in blocks) / len(blocks)  # type: ignore[assignment]
+            return torch.tanh(self.post(nn.functional.leaky_relu(x))).squeeze(1)
+
+    resolutions = [(512, 128), (1024, 256), (2048, 512)]
+    windows = {n: torch.hann_window(n) for n, _ in resolutions}
+
+    def stft_loss(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        loss = torch.zeros(())
+        for n_fft, step in resolutions:
+            p = torch.stft(pred, n_fft, step, n_fft, windows[n_fft], return_complex=True).abs().clamp(min=1e-7)
+            with torch.no_grad():
+                t = torch.stft(target, n_fft, step, n_fft, windows[n_fft], return_complex=True).abs().clamp(min=1e-7)
+            loss = loss + torch.linalg.norm(t - p) / torch.linalg.norm(t) + nn.functional.l1_loss(p.log(), t.log())
+        return loss / len(resolutions)
+
+    model = Generator()
+    opt = torch.optim.AdamW(model.parameters(), lr=2e-4, betas=(0.8, 0.99))
+    gen = torch.Generator().manual_seed(101 + seed)
+    total = 0.0
+    for _ in range(steps):
+        frames = int(torch.randint(24, 65, (), generator=gen))
+        t = torch.arange(frames * hop) / rate
+        f0 = 80 + 320 * torch.rand(batch, 1, 1, generator=gen)
+        k = torch.arange(1, harmonics + 1).view(1, -1, 1)
+        phase = 2 * torch.pi * torch.rand(batch, harmonics, 1, generator=gen)
+        amp = torch.rand(batch, harmonics, 1, generator=gen) / k
+        wave = (amp * torch.sin(2 * torch.pi * k * f0 * t + phase)).sum(1)
+        wave = 0.5 * wave / wave.abs().amax(1, keepdim=True) + 0.01 * torch.randn(batch, frames * hop, generator=gen)
+        with torch.no_grad():
+            mel = log_mel(wave)
+        opt.zero_grad(set_to_none=True)
+        pred = model(mel)
+        loss = stft_loss(pred, wave) + 45 * nn.functional.l1_loss(log_mel(pred), mel)
+        loss.backward()
+        opt.step()
+        total += loss.item()
+    return total
+
+
+@_workload(default_steps=6)
+def bayes_mc_train(*, steps: int, seed: int) -> float:
+    """A Bayesian neural network trained by Bayes by Backprop (Blundell et al. 2015), batch 128
+    inputs of 784 features (noisy class prototypes from the data generator), 10 classes: an MLP
+    784-1200-1200-10 whose every weight and bias is a Gaussian with a trained mean and a
+    trained rho (sigma = softplus(rho), rho initialised to -5), a scale-mixture prior (two
+    zero-mean Gaussians of sigma 1 and e^-3, weights 0.5) on each; every step draws 4 Monte Carlo samples of all the weights (epsilon from the data
+    generator, w = mu + sigma * epsilon, weight-sized), and for each sample runs the network on
+    the batch and computes log q(w) and the prior's log p(w) (a logsumexp over the two mixture
+    components, elementwise over the weights); the loss is the mean over samples of (log q -
+    log p) / (60 minibatches x 128) plus the mean negative log-likelihood; one backward through the 4
+    samples' graphs, Adam. Several weight-sized temporaries per sample and per layer all kept
+    until the one backward (the weights, 2.4 M, are larger than the activations); fixed shapes;
+    6 steps."""
+    torch.manual_seed(0)
+    batch, features, hidden, classes, samples, minibatches = 128, 784, 1200, 10, 4, 60
+    log_mix, log_s1, log_s2, log_root_2pi = math.log(0.5), 0.0, -3.0, 0.5 * math.log(2 * math.pi)
+
+    def log_normal(x: torch.Tensor, log_sigma: float) -> torch.Tensor:
+        return -0.5 * (x * math.exp(-log_sigma)) ** 2 - (log_sigma + log_root_2pi)
+
+    class BayesLinear(nn.Module):
+        def __init__(self, cin: int, cout: int) -> None:
+            super().__init__()
+            self.w_mu = nn.Parameter(torch.empty(cout, cin).uniform_(-0.1, 0.1))
+            self.w_rho = nn.Parameter(torch.full((cout, cin), -5.0))
+            self.b_mu = nn.Parameter(torch.empty(cout).uniform_(-0.1, 0.1))
+            self.b_rho = nn.Parameter(torch.full((cout,), -5.0))
+
+        def forward(self, x: torch.Tensor, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+            kl, pairs = torch.zeros(()), []
+            for mu, rho in ((self.w_mu, self.w_rho), (self.b_mu, self.b_rho)):
+                sigma = nn.functional.softplus(rho)
+                eps = torch.randn(mu.shape, generator=gen)
+                w = mu + sigma * eps
+                log_q = (-0.5 * eps ** 2 - torch.log(sigma) - log_root_2pi).sum()
+                log_p = torch.logsumexp(torch.stack([log_mix + log_normal(w, log_s1),
+                                                     log_mix + log_normal(w, log_s2)]), 0).sum()
+                kl = kl + log_q - log_p
+                pairs.append(w)
+            return nn.functional.linear(x, pairs[0], pairs[1]), kl
+
+    class BayesMLP(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layers = nn.ModuleList([BayesLinear(features, hidden), BayesLinear(hidden, hidden),
+                                         BayesLinear(hidden, classes)])
+
+        def forward(self, x: torch.Tensor, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+            kl = torch.zeros(())
+            for i, layer in enumerate(self.layers):
+                x, layer_kl = layer(x, gen)
+                kl = kl + layer_kl
+                if i < len(self.layers) - 1:
+                    x = torch.relu(x)
+            return x, kl
+
+    model = BayesMLP()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    gen = torch.Generator().manual_seed(102 + seed)
+    prototypes = torch.rand(classes, features, generator=gen)
+    total = 0.0
+    for _ in range(steps):
+        labels = torch.randint(0, classes, (batch,), generator=gen)
+        x = prototypes[labels] + 0.3 * torch.randn(batch, features, generator=gen)
+        opt.zero_grad(set_to_none=True)
+        loss = torch.zeros(())
+        for _ in range(samples):
+            logits, kl = model(x, gen)
+            loss = loss + kl / minibatches / batch + nn.functional.cross_entropy(logits, labels)
+        loss = loss / samples
+        loss.backward()
+        opt.step()
+        total += loss.item()
+    return total
+
+
+@_workload(default_steps=5)
+def sinkhorn_ot_train(*, steps: int, seed: int) -> float:
+    """A point-cloud autoencoder trained on a debiased Sinkhorn divergence (entropic optimal
+    transport, in the manner of GeomLoss, here with every iteration unrolled under autograd),
+    batch 8 clouds whose point count (192-320, the same within a batch) is drawn every step
+    (points on one of 16 drawn superquadric-like shapes, scaled, turned by a random orthogonal
+    matrix from a QR decomposition and jittered, all from the data generator): a PointNet-style encoder (shared MLP 3-64-128-256 by 1x1 Conv1d with BatchNorm
+    and ReLU, max over points) to a 256-d code and a decoder MLP 256-512-512-768 to 256 points;
+    the loss S(x, y) = OT(x, y) - OT(x, x) / 2 - OT(y, y) / 2 with OT the dual value of 15
+    log-domain Sinkhorn iterations (blur 0.05: epsilon 0.0025, squared-distance cost by cdist,
+    uniform weights), each iteration two logsumexps over a batch of cost matrices (8 x 256 x N),
+    the x-x and x-y problems differentiated through all their iterations, the y-y one under
+    no_grad; Adam. Dozens of cost-matrix-sized temporaries saved for one backward, their size
+    changing with the drawn point count; 5 steps."""
+    torch.manual_seed(0)
+    batch, out_points, shapes, iters, eps = 8, 256, 16, 15, 0.05 ** 2
+
+    class AutoEncoder(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            layers: list[nn.Module] = []
+            for cin, cout in ((3, 64), (64, 128), (128, 256)):
+                layers += [nn.Conv1d(cin, cout, 1, bias=False), nn.BatchNorm1d(cout), nn.ReLU()]
+            self.encoder = nn.Sequential(*layers)
+            self.decoder = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
+                                         nn.Linear(512, 3 * out_points))
+
+        def forward(self, pts: torch.Tensor) -> torch.Tensor:  # (B, N, 3) -> (B, out_points, 3)
+            code = self.encoder(pts.transpose(1, 2)).amax(2)
+            return self.decoder(code).view(len(pts), out_points, 3)
+
+    def ot(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:  # (B,) entropic OT between uniform clouds
+        cost = torch.cdist(x, y) ** 2 / 2
+        log_a = torch.full((1, x.shape[1], 1), -float(torch.log(torch.tensor(float(x.shape[1])))))
+        log_b = torch.full((1, 1, y.shape[1]), -float(torch.log(torch.tensor(float(y.shape[1])))))
+        f, g = torch.zeros(len(x), x.shape[1]), torch.zeros(len(x), y.shape[1])
+        for _ in range(iters):
+            f = -eps * torch.logsumexp(log_b + (g[:, None, :] - cost) / eps, dim=2)
+            g = -eps * torch.logsumexp(log_a + (f[:, :, None] - cost) / eps, dim=1)
+        return f.mean(1) + g.mean(1)
+
+    model = AutoEncoder()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    gen = torch.Generator().manual_seed(103 + seed)
+    exponents = 0.3 + 1.7 * torch.rand(shapes, 3, generator=gen)
+    axes = 0.3 + 0.7 * torch.rand(shapes, 3, generator=gen)
+    total = 0.0
+    for _ in range(steps):
+        points = int(torch.randint(192, 321, (), generator=gen))
+        kind = torch.randint(0, shapes, (batch,), generator=gen)
+        direction = nn.functional.normalize(torch.randn(batch, points, 3, generator=gen), dim=-1)
+        pts = direction.sign() * direction.abs() ** exponents[kind][:, None] * axes[kind][:, None]
+        q, _ = torch.linalg.qr(torch.randn(batch, 3, 3, generator=gen))
+        pts = pts @ q + 0.01 * torch.randn(batch, points, 3, generator=gen)
+        opt.zero_grad(set_to_none=True)
+        rec = model(pts)
+        with torch.no_grad():
+            yy = ot(pts, pts)
+        loss = (ot(rec, pts) - ot(rec, rec) / 2 - yy / 2).mean()
+        loss.backward()
+        opt.step()
+        total += loss.item()
+    return total
+
+
+@_workload(default_steps=5)
+def mixture_of_depths_train(*, steps: int, seed: int) -> float:
+    """A mixture-of-depths language model (Raposo et al. 2024), vocabulary 8000 (tied head),
+    batch 8 sequences of 256 tokens (random walks over the vocabulary by 8 drawn offsets, from
+    the data generator), 6 pre-norm layers of width 384, 6 heads, MLP 1536, learned positions,
+    every other layer routed: a router (a linear 384-1) scores every token, the top 12.5 % of
+    each sequence (32 tokens, topk, kept in order by a sort) are gathered into an 8 x 32 x 384
+    batch, run through the layer's causal attention (scaled_dot_product_attention among the
+    chosen tokens) and MLP, and scattered back into a copy of the residual stream with the
+    layer's update scaled by the router's sigmoid weight (the other tokens pass unchanged); an
+    auxiliary predictor (an MLP 384-96-1 on the detached stream) learns by binary cross-entropy
+    which tokens the router chose, as the paper does for causal sampling; the other layers run
+    on all 256 tokens; next-token cross-entropy plus 0.1 x the predictors' losses, AdamW with
+    gradient clipping at 1. Full-size residual copies from every scatter beside small
+    routed-block activations; fixed shapes; 5 steps."""
+    torch.manual_seed(0)
+    vocab, length, batch, dim, heads, depth, capacity = 8000, 256, 8, 384, 6, 6, 32
+
+    class Block(nn.Module):
+        def __init__(self, routed: bool) -> None:
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+            self.qkv, self.proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+            self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+            self.routed = routed
+            if routed:
+                self.router = nn.Linear(dim, 1)
+                self.predictor = nn.Sequential(nn.Linear(dim, dim // 4), nn.SiLU(), nn.Linear(dim // 4, 1))
+
+        def update(self, x: torch.Tensor) -> torch.Tensor:
+            b, t, _ = x.shape
+            q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, heads, dim // heads).permute(2, 0, 3, 1, 4)
+            att = self.proj(nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+                            .transpose(1, 2).reshape(b, t, dim))
+            return att + self.mlp(self.ln2(x + att))
+
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            if not self.routed:
+                return x + self.update(x), torch.zeros(())
+            scores = self.router(x).squeeze(-1)  # (B, T)
+            chosen = scores.topk(capacity, dim=1).indices.sort(dim=1).values
+            index = chosen[..., None].expand(-1, -1, dim)
+            picked = x.gather(1, index)
+            weight = scores.gather(1, chosen).sigmoid()[..., None]
+            out = x.scatter(1, index, picked + weight * self.update(picked))
+            target = torch.zeros_like(scores).scatter(1, chosen, 1.0)
+            aux = nn.functional.binary_cross_entropy_with_logits(self.predictor(x.detach()).squeeze(-1), target)
+            return out, aux
+
+    class MoDLM(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed = nn.Embedding(vocab, dim)
+            self.pos = nn.Parameter(0.02 * torch.randn(length, dim))
+            self.blocks = nn.ModuleList(Block(routed=i % 2 == 1) for i in range(depth))
+            self.norm = nn.LayerNorm(dim)
+
+        def forward(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            x = self.embed(tokens) + self.pos
+            aux = torch.zeros(())
+            for block in self.blocks:
+                x, block_aux = block(x)
+                aux = aux + block_aux
+            return self.norm(x) @ self.embed.weight.T, aux
+
+    model = MoDLM()
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
+    gen = torch.Generator().manual_seed(104 + seed)
+    offsets = torch.randint(-64, 65, (8,), generator=gen)  # the walk's steps
+    total = 0.0
+    for _ in range(steps):
+        moves = offsets[torch.randint(0, len(offsets), (batch, length + 1), generator=gen)]
+        tokens = (torch.randint(0, vocab, (batch, 1), generator=gen) + moves.cumsum(1)) % vocab
+        opt.zero_grad(set_to_none=True)
+        logits, aux = model(tokens[:, :-1])
+        loss = nn.functional.cross_entropy(logits.reshape(-1, vocab), tokens[:, 1:].reshape(-1)) + 0.1 * aux
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        total += loss.item()
+    return total
+
+
 WORKLOADS: dict[str, Workload] = {
     "mlp-train": mlp_train,
     "cnn-train": cnn_train,
@@ -5880,6 +6349,21 @@ HELDOUT: dict[str, Workload] = {
     "fsdp-gather-train": fsdp_gather_train,
     "dgcnn-knn-train": dgcnn_knn_train,
     "snn-bptt-train": snn_bptt_train,
+    # the eighteenth set, captured after the seventeenth and committed (in eighteenth/) before
+    # it is measured, to check a later change: a served classifier with an exit head after every
+    # layer whose batch shrinks as sequences leave (and whose padding is trimmed to the longest
+    # left), a 3D U-Net's five-dimensional activations at four resolutions with deep supervision,
+    # a vocoder's transposed-convolution upsampling to a waveform of a length drawn every step
+    # under multi-resolution STFT losses, Bayes by Backprop's Monte Carlo weight samples (several
+    # weight-sized temporaries per sample) kept for one backward, Sinkhorn iterations unrolled
+    # under autograd over cost matrices sized by a drawn point count, mixture-of-depths layers
+    # that gather the routed tokens and scatter them back into a copy of the residual stream
+    "early-exit-serve": early_exit_serve,
+    "unet3d-seg-train": unet3d_seg_train,
+    "hifigan-vocoder-train": hifigan_vocoder_train,
+    "bayes-mc-train": bayes_mc_train,
+    "sinkhorn-ot-train": sinkhorn_ot_train,
+    "mixture-of-depths-train": mixture_of_depths_train,
 }
 
 
