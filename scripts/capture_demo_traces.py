@@ -5200,7 +5200,9 @@ def dino_multicrop_train(*, steps: int, seed: int) -> float:
     teacher / student view pair but the same view (14 cross-entropy terms, each a log_softmax of
     its own); gradient clipping at 3, AdamW, then the teacher's weights moved towards the
     student's (momentum 0.996, a temporary per parameter). Two resolutions through one student,
-    a model copy without autograd, 8 views' outputs of 4096 logits each; fixed shapes; 4 steps."""
+    a model copy without autograd, 8 views' outputs of 4096 logits each; 4 steps. Not fixed
+    shapes: interpolate copies each crop at its drawn side before resizing it, so a few
+    allocations a step change size (measured with the seventeenth set)."""
     torch.manual_seed(0)
     batch, size, dim, heads, depth, patch, prototypes = 16, 128, 192, 3, 4, 8, 4096
     global_size, local_size = 96, 48
