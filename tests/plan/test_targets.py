@@ -376,16 +376,21 @@ CHANGING_SHAPES = [r.file for r in HELDOUT_RUNS if not r.fixed_shapes]
 
 
 @functools.cache
-def _longer(name: str, extra_steps: int, policy: str) -> tuple[int, int]:
+def _longer(name: str, extra_steps: tuple[int, ...], policy: str) -> list[tuple[int, int]]:
     """(device calls, peak reserved) of ``policy`` on the run with its step played
-    ``extra_steps`` more times (memtune.trace.extend.repeat_step)."""
-    from memtune.trace.extend import repeat_step
+    ``max(extra_steps)`` more times (memtune.trace.extend.repeat_step), read where each
+    count of ``extra_steps`` more steps ends: one replay, however many counts."""
+    from memtune.trace.extend import repeat_step, step_copy_ends
+    from memtune.trace.plan import find_step
     from memtune.trace.replay import replay_device
 
     tr = _load(name)
     dt = dataclasses.replace(tr.devices[0], settings={})
-    r = replay_device(tr, repeat_step(dt, extra_steps), policy)
-    return r.device_allocs + r.device_frees, r.peak_reserved_bytes
+    per = find_step(dt.events)[0]
+    ends = step_copy_ends(dt, max(extra_steps), period=per)
+    r = replay_device(tr, repeat_step(dt, max(extra_steps), period=per), policy,
+                      checkpoints=[ends[k] for k in extra_steps])
+    return [(c.device_calls, c.peak_reserved_bytes) for c in r.checkpoints]
 
 
 @pytest.mark.parametrize("name", with_measured_misses(sorted(RECORDED_STEPS), {
@@ -416,10 +421,11 @@ def test_memtune_device_calls_stop_growing_on_a_longer_run(name):
     """A training job runs thousands of steps; the recordings hold a few. Played 200
     and 300 more times (memtune.trace.extend), each run's step must cost memtune no
     device call once its footprint is found: calls, and reserved memory, are the same
-    after 300 more steps as after 200. (Unmaps that move pages between holes each step
+    where the 300th more step ends as where the 200th does (one replay of the run 300
+    steps longer, read at both). (Unmaps that move pages between holes each step
     made vae-train's calls grow by about two a step: 451 calls 200 steps on, 626 300
     steps on; with moves bounded by the pages the footprint grew, 304 and 304.)"""
-    got = [_longer(name, extra, "memtune") for extra in (200, 300)]
+    got = _longer(name, (200, 300), "memtune")
     assert got[0] == got[1], got
 
 
@@ -431,7 +437,8 @@ def test_plan_mode_takes_a_step_over_once_the_online_peak_has_crept_past_the_pla
     up (unet-train: 1.043 -> 1.081 x the bound), so plan mode looks again once the peak
     has risen, and then serves the step from its plan: memtune-plan stays below memtune
     (unet-train 100 steps on: 1.050), and its device calls stop growing."""
-    got = {(pol, extra): _longer(name, extra, pol) for extra in (50, 100) for pol in ("memtune", "memtune-plan")}
+    got = {(pol, extra): calls_peak for pol in ("memtune", "memtune-plan")
+           for extra, calls_peak in zip((50, 100), _longer(name, (50, 100), pol))}
     assert got["memtune-plan", 50] == got["memtune-plan", 100], got
     assert got["memtune-plan", 100][1] < got["memtune", 100][1], got
 

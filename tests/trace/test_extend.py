@@ -8,7 +8,7 @@ import pytest
 
 import memtune
 from memtune.errors import MemtuneError
-from memtune.trace.extend import repeat_step
+from memtune.trace.extend import repeat_step, step_copy_ends
 from memtune.trace.model import Action, DeviceTrace, Event
 from memtune.trace.plan import Period, find_step, tokenize
 
@@ -131,3 +131,33 @@ def test_a_step_that_frees_blocks_from_before_the_recording_is_refused():
     dt = DeviceTrace(device=0, events=events, initial_segments=warm)
     with pytest.raises(MemtuneError, match="frees a block allocated before the recording began"):
         repeat_step(dt, 2)
+
+
+def test_step_copy_ends_say_where_each_copy_of_the_step_ends():
+    """Copy k of the longer run ends where the run recorded with k more steps reaches
+    its closing events: the longer run up to there is that run's stream."""
+    recorded = _run(4)
+    longer = repeat_step(recorded, 5)
+    ends = step_copy_ends(recorded, 5)
+    assert len(ends) == 6 and ends == sorted(ends)
+    tail = len(recorded.events) - ends[0]
+    assert len(longer.events) - ends[-1] == tail
+    step = ends[1] - ends[0]
+    assert all(b - a == step for a, b in zip(ends, ends[1:]))
+    for k in (0, 2, 5):
+        # up to the end of copy k, the longer run is the run with k more steps, before its closing frees
+        want, _ = tokenize(_run(4 + k).events[:len(_run(4 + k).events) - tail])
+        got, _ = tokenize(longer.events[:ends[k]])
+        assert got.tolist() == want.tolist()
+    per = find_step(recorded.events)[0]
+    assert step_copy_ends(recorded, 5, period=per) == ends
+    assert step_copy_ends(recorded, 0) == ends[:1]
+
+
+def test_step_copy_ends_refuses_what_repeat_step_refuses():
+    with pytest.raises(ValueError, match="extra_steps must be a whole number >= 0; got -2"):
+        step_copy_ends(_run(4), -2)
+    with pytest.raises(TypeError, match="step_copy_ends needs a DeviceTrace"):
+        step_copy_ends("trace.jsonl.gz", 2)
+    with pytest.raises(MemtuneError, match="no repeating step"):
+        step_copy_ends(_trace([("a", "w", 8000), ("f", "w")]), 3)

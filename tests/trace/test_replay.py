@@ -11,9 +11,11 @@ import memtune
 from memtune.errors import MemtuneError, TraceError, UnknownNameError
 from memtune.trace.model import Action, BlockState, DeviceTrace, Event, SegmentState, Trace
 from memtune.trace.replay import (
+    Checkpoint,
     ReplayResult,
     infer_empty_cache,
     replay,
+    replay_device,
     split_option_list,
     trace_settings_for,
 )
@@ -226,6 +228,37 @@ def test_split_option_list_keeps_bracketed_lists():
         ("expandable_segments", "True"), ("roundup_power2_divisions", "[256:1,512:2,>:8]")]
     with pytest.raises(TraceError):
         split_option_list("expandable_segments")
+
+
+@pytest.mark.parametrize("policy", ["pytorch-cuda", "memtune", "cupy"])
+@pytest.mark.parametrize("timeline", [False, True])
+def test_a_checkpoint_holds_the_counts_of_the_stream_replayed_up_to_it(policy, timeline):
+    """One replay read at event indices gives what replaying each prefix would."""
+    events = random_events(11, n=700)
+    trace = make_trace(events)
+    at = [700, 0, 350, 123, 350]
+    r = replay_device(trace, trace.devices[0], policy, checkpoints=at, timeline=timeline, timeline_points=40)
+    assert [c.event_index for c in r.checkpoints] == [0, 123, 350, 700]
+    for c in r.checkpoints:
+        (prefix,) = replay(make_trace(events[:c.event_index]), policy)
+        assert (c.device_allocs, c.device_frees, c.peak_reserved_bytes, c.reserved_bytes) == (
+            prefix.device_allocs, prefix.device_frees, prefix.peak_reserved_bytes, prefix.final_reserved_bytes)
+        assert c.device_calls == c.device_allocs + c.device_frees
+    (whole,) = replay(trace, policy)
+    assert r.checkpoints[-1].peak_reserved_bytes == whole.peak_reserved_bytes == r.peak_reserved_bytes
+    back = ReplayResult.from_json(json.loads(json.dumps(r.to_json())))
+    assert back.checkpoints == r.checkpoints and all(isinstance(c, Checkpoint) for c in back.checkpoints)
+    assert "checkpoints" not in replay(trace, policy)[0].to_json()
+
+
+@pytest.mark.parametrize("bad", [[-1], [701], [1.5], [True], "12"])
+def test_a_checkpoint_outside_the_stream_is_a_clear_error(bad):
+    trace = make_trace(random_events(12, n=700))
+    err = TypeError if isinstance(bad, str) else ValueError
+    with pytest.raises(err, match="checkpoints must be") as info:
+        replay_device(trace, trace.devices[0], "pytorch-cuda", checkpoints=bad)
+    if err is ValueError:
+        assert "from 0 to 700" in str(info.value) and repr(bad[0]) in str(info.value)
 
 
 def test_result_json_round_trip():

@@ -24,7 +24,7 @@ from memtune.trace.model import Action, DeviceTrace, Event
 if TYPE_CHECKING:
     from memtune.trace.plan import Period
 
-__all__ = ["repeat_step"]
+__all__ = ["repeat_step", "step_copy_ends"]
 
 
 def repeat_step(dt: DeviceTrace, extra_steps: int, *, min_period: int = 2,
@@ -41,33 +41,15 @@ def repeat_step(dt: DeviceTrace, extra_steps: int, *, min_period: int = 2,
     part of the stream). ``period``: the step :func:`find_step` found for ``dt.events``
     already (with this ``min_period``), so it is not looked for again.
     """
-    if not isinstance(dt, DeviceTrace):
-        raise TypeError(f"repeat_step needs a DeviceTrace (one device of a loaded trace, e.g. "
-                        f"memtune.load_trace(path).devices[0]); got {type(dt).__name__}")
-    for name, value, low in (("extra_steps", extra_steps, 0), ("min_period", min_period, 1)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ValueError(f"{name} must be a whole number >= {low}; got {value!r}")
-    from memtune.trace.plan import ALLOC, FREE, Period, find_step, tokenize
+    _check_extra_steps(extra_steps)
+    from memtune.trace.plan import ALLOC, FREE, tokenize
 
+    at, per, last, lo, hi = _last_step(dt, min_period, period, "repeat_step")
     events = dt.events
-    # event index of each ALLOC/FREE (the positions find_step counts in), and each free's
-    # distance back to its allocation as tokenize() counts it (None: an alloc, or a block
-    # from before the stream)
-    at = [i for i, ev in enumerate(events) if ev.action in (Action.ALLOC, Action.FREE)]
-    if period is not None and not (isinstance(period, Period) and period.length >= 1 and period.count >= 1
-                                   and period.start >= 0 and period.end <= len(at)):
-        raise ValueError(f"period must be a Period that find_step found for this stream, within its {len(at)} "
-                         f"allocations and frees (start >= 0, length and count >= 1); got {period!r}")
-    per = period if period is not None else find_step(events, min_period=min_period)[0]
-    if per is None:
-        raise MemtuneError(f"device {dt.device}: no repeating step found in {len(events)} events "
-                           f"(no step markers, and no period of at least {min_period} allocations and frees "
-                           f"that repeats); there is nothing to repeat")
+    # each free's distance back to its allocation as tokenize() counts it (None: an
+    # alloc, or a block from before the stream)
     toks, keys = tokenize(events)
     dist = [keys[t][1] if keys[t][0] == FREE else None for t in toks.tolist()]
-    last = per.start + (per.count - 1) * per.length
-    lo = at[last]
-    hi = at[last + per.length] if last + per.length < len(at) else len(events)
     token_at = {i: k for k, i in enumerate(at)}
     span = 1 + max([ev.address + max(ev.size, 1) for ev in events] +
                    [a + max(n, 1) for a, n, _s in dt.initial_live()] + [0])
@@ -153,6 +135,54 @@ def repeat_step(dt: DeviceTrace, extra_steps: int, *, min_period: int = 2,
         q += shift
     play(range(hi, len(events)), q, True)
     return dataclasses.replace(dt, events=out)
+
+
+def step_copy_ends(dt: DeviceTrace, extra_steps: int, *, min_period: int = 2,
+                   period: Period | None = None) -> list[int]:
+    """Where each copy of the step ends in ``repeat_step(dt, extra_steps)``'s events.
+
+    Element ``k`` is the event index just past copy ``k`` (0: the recorded last
+    repetition, ``extra_steps``: the last copy); the events after it close the run.
+    Why: a replay of the longer run read at two of these (``replay_device(checkpoints=...)``)
+    shows whether anything still grows between them. Arguments as for :func:`repeat_step`.
+    """
+    _check_extra_steps(extra_steps)
+    _at, _per, _last, lo, hi = _last_step(dt, min_period, period, "step_copy_ends")
+    return [lo + (k + 1) * (hi - lo) for k in range(extra_steps + 1)]
+
+
+def _check_extra_steps(extra_steps: int) -> None:
+    if isinstance(extra_steps, bool) or not isinstance(extra_steps, int) or extra_steps < 0:
+        raise ValueError(f"extra_steps must be a whole number >= 0; got {extra_steps!r}")
+
+
+def _last_step(dt: DeviceTrace, min_period: int, period: Period | None,
+               caller: str) -> tuple[list[int], Period, int, int, int]:
+    """(event index of each alloc and free, the step, the position among those of its
+    last repetition, and that repetition's events ``lo:hi``, with what lies between them)."""
+    if not isinstance(dt, DeviceTrace):
+        raise TypeError(f"{caller} needs a DeviceTrace (one device of a loaded trace, e.g. "
+                        f"memtune.load_trace(path).devices[0]); got {type(dt).__name__}")
+    if isinstance(min_period, bool) or not isinstance(min_period, int) or min_period < 1:
+        raise ValueError(f"min_period must be a whole number >= 1; got {min_period!r}")
+    from memtune.trace.plan import Period, find_step
+
+    events = dt.events
+    # event index of each ALLOC/FREE (the positions find_step counts in)
+    at = [i for i, ev in enumerate(events) if ev.action in (Action.ALLOC, Action.FREE)]
+    if period is not None and not (isinstance(period, Period) and period.length >= 1 and period.count >= 1
+                                   and period.start >= 0 and period.end <= len(at)):
+        raise ValueError(f"period must be a Period that find_step found for this stream, within its {len(at)} "
+                         f"allocations and frees (start >= 0, length and count >= 1); got {period!r}")
+    per = period if period is not None else find_step(events, min_period=min_period)[0]
+    if per is None:
+        raise MemtuneError(f"device {dt.device}: no repeating step found in {len(events)} events "
+                           f"(no step markers, and no period of at least {min_period} allocations and frees "
+                           f"that repeats); there is nothing to repeat")
+    last = per.start + (per.count - 1) * per.length
+    lo = at[last]
+    hi = at[last + per.length] if last + per.length < len(at) else len(events)
+    return at, per, last, lo, hi
 
 
 def _copies(step: Sequence[Event], phase: list[int], tmpl: list[Event], first: list[int], stride: int,

@@ -61,6 +61,25 @@ class Timeline:
         return cls(**{k: list(data.get(k, [])) for k in ("event_index", "time_s", "requested", "allocated", "reserved")})
 
 
+@dataclass(frozen=True)
+class Checkpoint:
+    """The allocator's counts once every event before ``event_index`` was replayed.
+
+    Why: whether device calls or reserved memory still grow late in a long run shows
+    in one replay, read at two points, rather than in two replays of different lengths.
+    """
+
+    event_index: int
+    device_allocs: int
+    device_frees: int
+    peak_reserved_bytes: int
+    reserved_bytes: int
+
+    @property
+    def device_calls(self) -> int:
+        return self.device_allocs + self.device_frees
+
+
 @dataclass
 class ReplayResult:
     """What one allocator configuration did on one device stream of a trace."""
@@ -97,6 +116,8 @@ class ReplayResult:
     #: OOMs of the real run (``oom`` entries) whose request this replay could satisfy
     recorded_ooms_survived: int = 0
     timeline: Timeline | None = None
+    #: the counts at the event indices asked for (``replay_device(checkpoints=...)``), in order
+    checkpoints: list[Checkpoint] = field(default_factory=list)
 
     @property
     def label(self) -> str:
@@ -138,6 +159,8 @@ class ReplayResult:
             "guided_device_allocs": self.guided_device_allocs,
             "recorded_ooms_survived": self.recorded_ooms_survived,
         }
+        if self.checkpoints:
+            out["checkpoints"] = [asdict(c) for c in self.checkpoints]
         if timeline and self.timeline is not None:
             out["timeline"] = self.timeline.to_json()
         return out
@@ -145,9 +168,10 @@ class ReplayResult:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "ReplayResult":
         """Inverse of :meth:`to_json` (reports re-read ``results.json``)."""
-        kwargs = {k: data[k] for k in cls.__dataclass_fields__ if k in data and k != "timeline"}
+        kwargs = {k: data[k] for k in cls.__dataclass_fields__ if k in data and k not in ("timeline", "checkpoints")}
         tl = data.get("timeline")
-        return cls(**kwargs, timeline=Timeline.from_json(tl) if tl else None)
+        cps = [Checkpoint(**c) for c in data.get("checkpoints", [])]
+        return cls(**kwargs, timeline=Timeline.from_json(tl) if tl else None, checkpoints=cps)
 
 
 def config_label(policy: str, settings: Mapping[str, Any]) -> str:
@@ -419,13 +443,21 @@ def replay_device(
     timeline_points: int = DEFAULT_TIMELINE_POINTS,
     infer_empty_cache: bool = True,
     guide_addresses: bool = False,
+    checkpoints: Sequence[int] = (),
 ) -> ReplayResult:
-    """Replay one device stream under one policy. See :func:`replay`."""
+    """Replay one device stream under one policy. See :func:`replay`.
+
+    ``checkpoints``: event indices into ``dt.events`` (0 to ``len(dt.events)``, in any
+    order) at which to record the device calls and reserved memory so far, once every
+    event before that index was replayed (``result.checkpoints``, in ascending order).
+    """
+    cps = _checked_checkpoints(checkpoints, len(dt.events))
     eff = effective_settings(dt, policy, settings)
     cap = capacity or dt.capacity or UNLIMITED_CAPACITY
     alloc, dev = make_allocator(policy, cap, eff, recorded_placements(dt, policy) if guide_addresses else None)
     try:
-        result = _run(trace, dt, policy, eff, cap, alloc, dev, timeline, lenient, timeline_points, infer_empty_cache)
+        result = _run(trace, dt, policy, eff, cap, alloc, dev, timeline, lenient, timeline_points, infer_empty_cache,
+                      cps)
         result.overrides = dict(settings or {})
         return result
     finally:
@@ -437,7 +469,33 @@ def replay_device(
                 pass
 
 
-def _run(trace, dt, policy, eff, cap, alloc, dev, timeline, lenient, timeline_points, infer) -> ReplayResult:
+def _checked_checkpoints(checkpoints: Sequence[int], n_events: int) -> list[int]:
+    """``checkpoints`` sorted and without repeats; a ValueError names what is wrong."""
+    if isinstance(checkpoints, (str, bytes)) or not isinstance(checkpoints, Iterable):
+        raise TypeError(f"checkpoints must be a sequence of event indices; got {checkpoints!r}")
+    given = list(checkpoints)
+    bad = [c for c in given if isinstance(c, bool) or not isinstance(c, int) or not 0 <= c <= n_events]
+    if bad:
+        raise ValueError(f"checkpoints must be whole event indices from 0 to {n_events} (the stream's length); "
+                         f"got {bad[0]!r}")
+    return sorted(set(given))
+
+
+def _checkpoint(alloc, dev, idx: int, tl: Timeline | None, initial_reserved: int) -> Checkpoint:
+    s = alloc.memory_stats()
+    counters = getattr(dev, "counters", None)
+    peak = max(int(s.get("reserved_bytes.all.peak", 0)), initial_reserved, max(tl.reserved, default=0) if tl else 0)
+    return Checkpoint(
+        event_index=idx,
+        device_allocs=int(s.get("num_device_alloc", getattr(counters, "mallocs", 0))),
+        device_frees=int(s.get("num_device_free", getattr(counters, "frees", 0))),
+        peak_reserved_bytes=peak,
+        reserved_bytes=int(s.get("reserved_bytes.all.current", 0)),
+    )
+
+
+def _run(trace, dt, policy, eff, cap, alloc, dev, timeline, lenient, timeline_points, infer,
+         checkpoints: Sequence[int] = ()) -> ReplayResult:
     events = dt.events
     ALLOC, FREE, EMPTY = Action.ALLOC, Action.FREE, Action.EMPTY_CACHE
     OOM = Action.OOM
@@ -480,9 +538,15 @@ def _run(trace, dt, policy, eff, cap, alloc, dev, timeline, lenient, timeline_po
         alloc.reset_peak_stats()
         _sample(tl, alloc, 0, 0.0 if t0 is not None else None, requested)
 
+    taken: list[Checkpoint] = []
+    pending = list(reversed(checkpoints))  # next checkpoint last
+    due = pending.pop() if pending else len(events) + 1
     start = time.perf_counter()
     count = 0
     for idx in replayed:
+        while idx >= due:  # every event before `due` is replayed
+            taken.append(_checkpoint(alloc, dev, due, tl, initial_reserved))
+            due = pending.pop() if pending else len(events) + 1
         ev = events[idx]
         act = ev.action
         if act is ALLOC:
@@ -546,6 +610,9 @@ def _run(trace, dt, policy, eff, cap, alloc, dev, timeline, lenient, timeline_po
             _sample(tl, alloc, idx, t, bucket_req)
             bucket_req = requested
     seconds = time.perf_counter() - start
+    while due <= len(events):
+        taken.append(_checkpoint(alloc, dev, due, tl, initial_reserved))
+        due = pending.pop() if pending else len(events) + 1
 
     stats = alloc.memory_stats()
     if tl is not None:
@@ -589,6 +656,7 @@ def _run(trace, dt, policy, eff, cap, alloc, dev, timeline, lenient, timeline_po
         guided_device_allocs=int(getattr(dev, "guided", 0)),
         recorded_ooms_survived=survived_ooms,
         timeline=tl,
+        checkpoints=taken,
     )
 
 
