@@ -125,8 +125,10 @@ def test_plan_does_not_call_a_sliver_of_the_run_a_step(capsys):
 def test_plan_longer_replays_the_run_with_the_step_played_more_times(tmp_path, capsys):
     """--longer N replays the policies on the run with its step played N more times, as
     memtune.trace.extend.repeat_step makes it: the same numbers as replaying that run."""
+    import dataclasses
+
     import memtune
-    from memtune.trace.extend import repeat_step
+    from memtune.trace.extend import repeat_step, step_copy_ends
     from memtune.trace.replay import replay_device
 
     f = tmp_path / "steps.csv"
@@ -141,12 +143,41 @@ def test_plan_longer_replays_the_run_with_the_step_played_more_times(tmp_path, c
         r = replay_device(tr, longer, pol)
         assert (got["peak_reserved_bytes"], got["device_calls"]) == (r.peak_reserved_bytes, r.device_allocs + r.device_frees)
         assert got["peak_reserved_bytes"] >= rep["lower_bound"]
+        # what the last quarter of the added steps (here 1) added: the counts of the run
+        # replayed up to where that step ends, less those up to where it begins
+        ends = step_copy_ends(tr.devices[0], 5)
+        before, after = (replay_device(tr, dataclasses.replace(longer, events=longer.events[:e]), pol)
+                         for e in (ends[4], ends[5]))
+        assert got["late_growth"] == {
+            "steps": 1, "device_calls": after.device_allocs + after.device_frees - before.device_allocs - before.device_frees,
+            "peak_reserved_bytes": after.peak_reserved_bytes - before.peak_reserved_bytes}
     assert main(["plan", str(f), "--pack-seconds", "0.1", "--longer", "5"]) == 0
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())
     assert "5 more steps, peak reserved / bound: memtune-plan" in out
+    assert "settled: no policy made a device call or reserved more in the last 1 of them" in out
     # without --longer there is no such replay
     assert main(["plan", str(f), "--json", "--pack-seconds", "0.1"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["longer"] is None
+
+
+def test_plan_longer_says_which_policy_still_grows_at_the_end_of_the_run(capsys):
+    """A held-out run whose memtune layout drifts: memtune's device calls still grow
+    over the last quarter of 40 more steps (measured: 40 calls in those 10 steps, 94 to
+    256 over the 40), where plan mode's and pytorch-cuda's do not; the report says so,
+    with the way out (a plan of the whole run)."""
+    from heldout_runs import HELDOUT_RUNS
+
+    from memtune.trace.plan import analyze
+
+    (rep,) = analyze(str(HELDOUT_RUNS["transe-train"].path), pack_seconds=0.1, longer=40)
+    late = {p: x["late_growth"] for p, x in rep.longer_replays.items()}
+    assert all(g["steps"] == 10 for g in late.values())
+    assert late["memtune"]["device_calls"] > 0
+    assert late["memtune-plan"]["device_calls"] == late["pytorch-cuda"]["device_calls"] == 0
+    assert main(["plan", str(HELDOUT_RUNS["transe-train"].path), "--pack-seconds", "0.1", "--longer", "40"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "still growing in the last 10 of them, so the layout has not settled; a plan of the whole run (--save)" in out
+    assert f"memtune +{late['memtune']['device_calls']} device calls" in out
 
 
 def test_plan_longer_says_when_there_is_no_step_to_repeat(tmp_path, capsys):

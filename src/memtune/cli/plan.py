@@ -16,7 +16,8 @@ from memtune.cli._common import console, echo_json, pack_rounds_option, pack_sec
 @pack_rounds_option()
 @click.option("--longer", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
               help="Also replay with the step played N more times (a recording holds a few steps, a job "
-                   "thousands: a layout that drifts from step to step shows there). 0: off.")
+                   "thousands: a layout that drifts from step to step shows there), and say whether device "
+                   "calls or reserved memory still grow over the last quarter of them. 0: off.")
 @click.option("--save", type=click.Path(dir_okay=False), default=None, metavar="PLAN.json",
               help="Also plan the whole run (its first steps around the repeating step) and write it here. "
                    "memtune-plan serves it from the first allocation of a later run of the same program: "
@@ -101,6 +102,19 @@ def plan(trace, device, as_json, no_replay, pack_seconds, pack_rounds, longer, s
                      for p, x in r.longer_replays.items() if x["ratio"] is not None and r.replays[p]["ratio"] is not None]
             out.print(f"{device_name(r.device)}: {r.longer_steps} more steps, peak reserved / bound: " + "; ".join(parts),
                       highlight=False)
+            growing = {p: g for p, x in r.longer_replays.items()
+                       if (g := x.get("late_growth")) and (g["device_calls"] or g["peak_reserved_bytes"])}
+            late = next(iter(r.longer_replays.values())).get("late_growth", {}).get("steps")
+            if growing:
+                hint = ("; a plan of the whole run (--save) serves every step from one layout"
+                        if {"memtune", "memtune-plan"} & growing.keys() else "")
+                out.print(f"{device_name(r.device)}: still growing in the last {late} of them, so the layout has not "
+                          f"settled{hint}: " + "; ".join(
+                              f"{p} +{g['device_calls']} device calls, +{format_bytes(g['peak_reserved_bytes'])} "
+                              f"peak reserved" for p, g in growing.items()), highlight=False)
+            elif late:
+                out.print(f"{device_name(r.device)}: settled: no policy made a device call or reserved more in the "
+                          f"last {late} of them", highlight=False)
         if longer and not r.longer_replays:
             out.print(f"{device_name(r.device)}: no step repeats here (or it frees blocks from before it), so there "
                       f"is nothing to play {longer} more times", highlight=False)

@@ -1505,6 +1505,22 @@ def _replay_summary(r: Any) -> dict[str, Any]:
     }
 
 
+def late_steps(longer: int) -> int:
+    """How many of ``longer`` added steps count as the end of the run, where a settled
+    layout makes no device call and reserves nothing new: the last quarter (at least one)."""
+    return max(1, longer // 4)
+
+
+def _longer_summary(r: Any, late: int) -> dict[str, Any]:
+    """A longer run's summary, with what its last ``late`` added steps (up to the run's
+    closing events) added: ``r.checkpoints`` holds the counts where they begin and end."""
+    out = _replay_summary(r)
+    begin, end = r.checkpoints
+    out["late_growth"] = {"steps": late, "device_calls": end.device_calls - begin.device_calls,
+                          "peak_reserved_bytes": end.peak_reserved_bytes - begin.peak_reserved_bytes}
+    return out
+
+
 def lifetimes(events: Iterable[Event]) -> list[tuple[int, int, int]]:
     """(start, end, size) of every block, in event positions; blocks never freed live to the end."""
     born: dict[int, tuple[int, int]] = {}
@@ -1534,8 +1550,10 @@ def analyze(trace, device: int | None = None, policies: Sequence[str] = ("memtun
 
     ``longer`` > 0 also replays them with the step played that many more times: a
     recording holds a few steps, a training job thousands, and a layout that drifts
-    from step to step only shows on a longer run."""
-    from memtune.trace.extend import repeat_step
+    from step to step only shows on a longer run. Each such replay also says what the
+    last quarter of the added steps added (``late_growth``: device calls, and bytes of
+    peak reserved): anything but zero means the layout has not settled."""
+    from memtune.trace.extend import repeat_step, step_copy_ends
     from memtune.trace.replay import load, replay_device
     from memtune.trace.replay import replay as run_replay
 
@@ -1575,7 +1593,11 @@ def analyze(trace, device: int | None = None, policies: Sequence[str] = ("memtun
                     long_dt = None  # (a step that frees blocks from before it: nothing to repeat)
                 if long_dt is not None:
                     rep.longer_steps = longer
+                    ends = step_copy_ends(dt, longer, min_period=PlanSpec.min_period, period=per)
+                    late = late_steps(longer)
+                    at = [ends[longer - late], ends[longer]]
                     for pol in policies:
-                        rep.longer_replays[pol] = _replay_summary(replay_device(tr, long_dt, pol))
+                        rep.longer_replays[pol] = _longer_summary(replay_device(tr, long_dt, pol, checkpoints=at),
+                                                                  late)
         out.append(rep)
     return out
