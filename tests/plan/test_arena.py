@@ -6,11 +6,11 @@ from __future__ import annotations
 import threading
 
 import pytest
-from hypothesis import settings, strategies as st
+from hypothesis import given, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from sortedcontainers import SortedDict
 
-from memtune.allocator.arena import ArenaAllocator, ArenaSpec
+from memtune.allocator.arena import FITS, ArenaAllocator, ArenaSpec, _BestFit, _FirstFit
 from memtune.allocator.base import _LARGE
 from memtune.allocator.events import EventKind
 from memtune.allocator.limits import Limits
@@ -55,9 +55,9 @@ def check_invariants(a: ArenaAllocator, dev: SimulatedDevice, expected: dict[int
 
 class ArenaMachine(RuleBasedStateMachine):
     @initialize(small=st.sampled_from([None, 4 * KiB]), slack=st.sampled_from([0.0, 0.02, 0.5]),
-                budget=st.sampled_from([0.0, 1.0, 100.0]))
-    def setup(self, small, slack, budget):
-        self.a, self.dev = make(small_size=small, slack=slack, trim_budget=budget)
+                budget=st.sampled_from([0.0, 1.0, 100.0]), fit=st.sampled_from(FITS))
+    def setup(self, small, slack, budget, fit):
+        self.a, self.dev = make(small_size=small, slack=slack, trim_budget=budget, fit=fit)
         self.held: dict[int, tuple[int, int]] = {}
 
     @rule(size=st.one_of(st.integers(1, 4 * KiB), st.integers(1, 5 * PAGE)), stream=st.integers(0, 2))
@@ -345,6 +345,50 @@ def test_spec_validation_names_the_problem():
         ArenaSpec(page=1000)
     with pytest.raises(ValueError, match="slack must be >= 0"):
         ArenaSpec(slack=-1)
+    with pytest.raises(ValueError, match="fit must be one of best, first; got 'worst'"):
+        ArenaSpec(fit="worst")
+
+
+@settings(max_examples=200, deadline=None)
+@given(ops=st.lists(st.tuples(st.booleans(), st.integers(0, 63), st.integers(1, 1 << 22)), max_size=120),
+       asks=st.lists(st.integers(1, 1 << 22), min_size=1, max_size=8))
+def test_each_fit_index_finds_the_hole_its_rule_names(ops, asks):
+    """Against a scan of every hole: best fit, the smallest that fits (lowest start on
+    ties); first fit, the lowest start that fits; None when no hole fits."""
+    holes: dict[int, int] = {}
+    best, first = _BestFit(), _FirstFit(holes)
+    for add, slot, size in ops:
+        start = slot << 23  # slots far enough apart that holes never overlap
+        if add and start not in holes:
+            holes[start] = size
+            best.add((size, start))
+            first.add((size, start))
+        elif not add and start in holes:
+            n = holes.pop(start)
+            best.remove((n, start))
+            first.remove((n, start))
+        assert len(first) == len(best) == len(holes)
+        for want in asks:
+            fits = [(n, a) for a, n in holes.items() if n >= want]
+            assert best.take(want) == (min(fits)[1] if fits else None)
+            assert first.take(want) == (min(a for _n, a in fits) if fits else None)
+
+
+def test_first_fit_takes_the_lowest_hole_that_fits_and_best_fit_the_smallest():
+    """Holes of 1, 4 and 2 MiB, in address order: a 2 MiB request goes to the 4 MiB hole
+    under first fit (the lowest that fits) and to the 2 MiB one under best fit."""
+    got = {}
+    for fit in FITS:
+        a, _dev = make(tiny_share=0.0, page=2 * MiB, fit=fit)
+        blocks = [a.malloc(n * MiB) for n in (1, 1, 4, 1, 2, 1)]
+        for i in (0, 2, 4):
+            a.free(blocks[i])
+        got[fit] = (a.malloc(2 * MiB), blocks)
+        a.close()
+    addr, blocks = got["first"]
+    assert addr == blocks[2]
+    addr, blocks = got["best"]
+    assert addr == blocks[4]
 
 
 class ClaimMachine(RuleBasedStateMachine):

@@ -101,6 +101,9 @@ class ArenaSpec:
     #: of a page and at most ``tiny_allocs`` of them are needed (0 = pages from the start)
     tiny_share: float = 1 / 32
     tiny_allocs: int = 2
+    #: which hole a request takes among those that fit: "best" (the smallest) or "first"
+    #: (the lowest address; on a long run a repeating step's layout settles sooner)
+    fit: str = "best"
     #: free memory is reused only by its own stream
     per_stream: bool = True
     #: reserved memory may never exceed this (None = the device's capacity)
@@ -127,15 +130,88 @@ class ArenaSpec:
         need(0.0 <= self.tiny_share <= 1.0, f"tiny_share must be in [0, 1]; got {self.tiny_share}")
         need(self.tiny_allocs >= 0, f"tiny_allocs must be >= 0; got {self.tiny_allocs}")
         need(0.0 <= self.trim_large, f"trim_large must be >= 0; got {self.trim_large}")
+        need(self.fit in FITS, f"fit must be one of {', '.join(FITS)}; got {self.fit!r}")
+
+
+#: where a request goes among the holes that fit it (``MEMTUNE_FIT``)
+FITS = ("best", "first")
+
+
+class _BestFit(SortedList):
+    """Free holes as (size, start): the smallest that fits, lowest start on ties, is one bisect."""
+
+    def take(self, size: int) -> int | None:
+        i = self.bisect_left((size, 0))
+        return None if i == len(self) else self[i][1]
+
+
+class _FirstFit:
+    """Free holes by size class (a power of two), each class's starts in address order.
+
+    The lowest hole that fits a request is the lowest start among the classes above
+    the request's (each of their holes fits; ``lowest`` keeps each class's, so that is
+    one ``min`` over a short list), or an earlier one of its own class that fits.
+    Same ``add``/``remove`` of (size, start) as :class:`_BestFit`.
+    """
+
+    __slots__ = ("holes", "classes", "lowest", "count")
+
+    _NONE = 1 << 64  # above every address: "no hole in this class"
+
+    def __init__(self, holes: dict[int, int]):
+        self.holes = holes                        # the region's start -> size (read only here)
+        self.classes: dict[int, SortedList] = {}  # size.bit_length() -> starts
+        self.lowest = [self._NONE] * 66           # size.bit_length() -> lowest start
+        self.count = 0
+
+    def __len__(self) -> int:
+        return self.count
+
+    def add(self, item: tuple[int, int]) -> None:
+        size, start = item
+        c = size.bit_length()
+        starts = self.classes.get(c)
+        if starts is None:
+            starts = self.classes[c] = SortedList()
+        starts.add(start)
+        if start < self.lowest[c]:
+            self.lowest[c] = start
+        self.count += 1
+
+    def remove(self, item: tuple[int, int]) -> None:
+        size, start = item
+        c = size.bit_length()
+        starts = self.classes[c]
+        starts.remove(start)
+        self.count -= 1
+        if not starts:
+            del self.classes[c]
+            self.lowest[c] = self._NONE
+        elif start == self.lowest[c]:
+            self.lowest[c] = starts[0]
+
+    def take(self, size: int) -> int | None:
+        c = size.bit_length()
+        lowest = self.lowest
+        best = min(lowest[c + 1:])
+        if lowest[c] < best:  # its own class has a hole below: the first of them that fits
+            holes = self.holes
+            starts = self.classes[c]
+            for a in starts:
+                if a >= best:
+                    break
+                if holes[a] >= size:
+                    return a
+        return None if best == self._NONE else best
 
 
 class _Region:
-    """One virtual range: free holes (by start, by end, by size), the top, mapped runs."""
+    """One virtual range: free holes (by start, by end, indexed by fit), the top, mapped runs."""
 
-    __slots__ = ("base", "size", "end", "stream", "pool", "holes", "ends", "bysize", "top", "mapped",
+    __slots__ = ("base", "size", "end", "stream", "pool", "holes", "ends", "free_index", "top", "mapped",
                  "mapped_bytes", "stamp", "top_stamp", "reservation")
 
-    def __init__(self, base: int, size: int, stream: int, pool: int):
+    def __init__(self, base: int, size: int, stream: int, pool: int, fit: str = "best"):
         self.base = base
         self.size = size
         self.end = base + size
@@ -143,7 +219,8 @@ class _Region:
         self.pool = pool
         self.holes: dict[int, int] = {}         # start -> size of free holes below the top
         self.ends: dict[int, int] = {}          # end -> start: coalescing in O(1)
-        self.bysize: SortedList = SortedList()  # (size, start): best fit is one bisect
+        # (size, start) of every hole, indexed for the fit: where a request goes
+        self.free_index: _BestFit | _FirstFit = _FirstFit(self.holes) if fit == "first" else _BestFit()
         self.top = base                         # [top, end) is free
         self.mapped: SortedDict = SortedDict()  # start -> end of mapped runs (merged, page aligned)
         self.mapped_bytes = 0
@@ -153,12 +230,9 @@ class _Region:
 
     # ---------------------------------------------------------------- holes
     def take(self, size: int) -> int | None:
-        """Best fit: the smallest hole of at least ``size`` (lowest address on ties); None = use the top."""
-        bysize = self.bysize
-        i = bysize.bisect_left((size, 0))
-        if i == len(bysize):
-            return None
-        return bysize[i][1]
+        """The hole for ``size``: best fit, the smallest of at least ``size`` (lowest address on
+        ties), or first fit, the lowest; None = use the top."""
+        return self.free_index.take(size)
 
     def carve(self, addr: int, size: int) -> None:
         """Mark [addr, addr+size) used; it is a hole start or the top."""
@@ -166,14 +240,14 @@ class _Region:
             self.top = addr + size
             return
         hsize = self.holes.pop(addr)
-        self.bysize.remove((hsize, addr))
+        self.free_index.remove((hsize, addr))
         t = self.stamp.pop(addr)
         if hsize > size:
             rest = addr + size
             rsize = hsize - size
             self.holes[rest] = rsize
             self.ends[rest + rsize] = rest
-            self.bysize.add((rsize, rest))
+            self.free_index.add((rsize, rest))
             self.stamp[rest] = t
         else:
             del self.ends[addr + hsize]
@@ -185,12 +259,12 @@ class _Region:
         pa = ends.pop(addr, None)
         if pa is not None:
             ps = holes.pop(pa)
-            self.bysize.remove((ps, pa))
+            self.free_index.remove((ps, pa))
             del stamp[pa]
             addr = pa
         ns = holes.pop(end, None)
         if ns is not None:
-            self.bysize.remove((ns, end))
+            self.free_index.remove((ns, end))
             del stamp[end]
             del ends[end + ns]
             end += ns
@@ -200,7 +274,7 @@ class _Region:
             return
         holes[addr] = end - addr
         ends[end] = addr
-        self.bysize.add((end - addr, addr))
+        self.free_index.add((end - addr, addr))
         stamp[addr] = now
 
     def claim(self, ranges: SortedDict) -> None:
@@ -209,12 +283,12 @@ class _Region:
         Live blocks in them stay as they are."""
         if not ranges:
             return
-        holes, ends, stamp, bysize = self.holes, self.ends, self.stamp, self.bysize
+        holes, ends, stamp, free_index = self.holes, self.ends, self.stamp, self.free_index
 
         def add(a: int, e: int, t: int) -> None:
             holes[a] = e - a
             ends[e] = a
-            bysize.add((e - a, a))
+            free_index.add((e - a, a))
             stamp[a] = t
 
         for a, n in list(holes.items()):
@@ -224,7 +298,7 @@ class _Region:
             t = stamp.pop(a)
             del holes[a]
             del ends[a + n]
-            bysize.remove((n, a))
+            free_index.remove((n, a))
             for x, y in parts:
                 add(x, y, t)
         top_hi = ranges[ranges.keys()[-1]]
@@ -413,7 +487,7 @@ class ArenaAllocator(AllocatorBase):
             page = self._page
             res = self.device.reserve_address_space(self._region_size + page)
             base = -(-res // page) * page
-            r = _Region(base, self._region_size, key[0], pool)
+            r = _Region(base, self._region_size, key[0], pool, self.spec.fit)
             r.reservation = res
             self._regions[key] = r
             self._region_at[base] = r
@@ -977,7 +1051,7 @@ class ArenaAllocator(AllocatorBase):
                 size = max(need, size // 2 // self._page * self._page)
             except (TypeError, NotImplementedError):
                 return False
-        r = _Region(res, size, key[0], key[1])
+        r = _Region(res, size, key[0], key[1], self.spec.fit)
         self._regions[key] = r
         self._region_at[res] = r
         st = self.stats

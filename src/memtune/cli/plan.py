@@ -106,8 +106,13 @@ def plan(trace, device, as_json, no_replay, pack_seconds, pack_rounds, longer, s
                        if (g := x.get("late_growth")) and (g["device_calls"] or g["peak_reserved_bytes"])}
             late = next(iter(r.longer_replays.values())).get("late_growth", {}).get("steps")
             if growing:
-                hint = ("; a plan of the whole run (--save) serves every step from one layout"
-                        if {"memtune", "memtune-plan"} & growing.keys() else "")
+                hint = ""
+                if {"memtune", "memtune-plan"} & growing.keys():
+                    from memtune import config
+
+                    hint = "; a plan of the whole run (--save) serves every step from one layout" + (
+                        "" if config.get("MEMTUNE_FIT") == "first" else
+                        ", and MEMTUNE_FIT=first (the lowest hole that fits) lets memtune's own layout settle sooner")
                 out.print(f"{device_name(r.device)}: still growing in the last {late} of them, so the layout has not "
                           f"settled{hint}: " + "; ".join(
                               f"{p} +{g['device_calls']} device calls, +{format_bytes(g['peak_reserved_bytes'])} "

@@ -32,6 +32,8 @@ SETTINGS = (
             aliases=("MEMTUNE_GROWTH_MAX",)),
     Setting("small_size", "MEMTUNE_SMALL_SIZE", "Requests up to this size get their own region (0 = one region).",
             aliases=("MEMTUNE_SMALL_SIZE",)),
+    Setting("fit", "MEMTUNE_FIT", "Which free hole a request takes: best (the smallest that fits) or first "
+            "(the lowest address).", aliases=("MEMTUNE_FIT",)),
     Setting("trim_budget", "MEMTUNE_TRIM_BUDGET", "Device calls allowed for unmapping hot pages, per region growth.",
             aliases=("MEMTUNE_TRIM_BUDGET",)),
     Setting("high_watermark", "MEMTUNE_HIGH_WATERMARK", "Hard limit of reserved memory (bytes or share; 0 = none).",
@@ -77,7 +79,8 @@ def build(settings: dict[str, Any], capacity: int, explicit: frozenset[str], nam
                           "e.g. 2MiB", variable="MEMTUNE_PAGE_SIZE")
     small = int(settings["small_size"]) or None
     limit = _limit(settings.get("high_watermark"), capacity)
-    resolved = {k: settings[k] for k in ("page_size", "slack", "growth", "growth_max", "small_size", "trim_budget")}
+    resolved = {k: settings[k] for k in ("page_size", "slack", "growth", "growth_max", "small_size", "fit",
+                                         "trim_budget")}
     resolved["high_watermark"] = limit or 0
     return ArenaSpec(
         name=name,
@@ -87,6 +90,7 @@ def build(settings: dict[str, Any], capacity: int, explicit: frozenset[str], nam
         growth=float(settings["growth"]),
         growth_max=int(settings["growth_max"]),
         trim_budget=float(settings["trim_budget"]),
+        fit=str(settings["fit"]),
         limits=Limits(hard_limit=limit, hard_limit_setting="MEMTUNE_HIGH_WATERMARK" if limit else None),
         settings=resolved,
     )

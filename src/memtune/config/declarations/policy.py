@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from memtune.config import declare, rule
 from memtune.config.registry import Variable
-from memtune.config.types import Bytes, Float, Int, Path, SizeOrFraction
+from memtune.config.types import Bytes, Enum, Float, Int, Path, SizeOrFraction
 
 GROUP = "memtune"
 REFERENCE = "src/memtune/allocator/arena.py, src/memtune/trace/plan.py"
@@ -72,6 +72,20 @@ declare(
         default=0,
         doc="Requests up to this size get their own virtual region per stream, apart from larger ones. "
         "0 = one region per stream, where small blocks fill the holes large blocks leave.",
+        group=GROUP,
+        reference=REFERENCE,
+    )
+)
+
+declare(
+    Variable(
+        name="MEMTUNE_FIT",
+        type=Enum("best", "first"),
+        default="best",
+        doc="Which free hole a request takes among those that fit. best: the smallest (lowest address "
+        "on ties), which packs a short run tighter. first: the lowest address, whose layout of a "
+        "repeating step settles sooner on a long run, so device calls stop growing; `memtune plan "
+        "TRACE --longer N` says whether memtune's layout still grows late in a run.",
         group=GROUP,
         reference=REFERENCE,
     )
