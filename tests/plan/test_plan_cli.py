@@ -178,14 +178,35 @@ def test_plan_longer_says_which_policy_still_grows_at_the_end_of_the_run(capsys)
     assert main(["plan", str(HELDOUT_RUNS["transe-train"].path), "--pack-seconds", "0.1", "--longer", "40"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "still growing in the last 10 of them, so the layout has not settled; a plan of the whole run (--save)" in out
-    assert "MEMTUNE_FIT=first (the lowest hole that fits) lets memtune's own layout settle sooner" in out
+    assert ("first fit (--set fit=first, or MEMTUNE_FIT=first: the lowest hole that fits) lets memtune's own "
+            "layout settle sooner") in out
     assert f"memtune +{late['memtune']['device_calls']} device calls" in out
-    # and with it, memtune settles there (measured: 69 calls, none in the last 10 steps)
-    with config.override(MEMTUNE_FIT="first"):
-        (first,) = analyze(str(HELDOUT_RUNS["transe-train"].path), pack_seconds=0.1, longer=40)
-        assert main(["plan", str(HELDOUT_RUNS["transe-train"].path), "--pack-seconds", "0.1", "--longer", "40"]) == 0
+    # and with it, memtune settles there (measured: 69 calls, none in the last 10 steps),
+    # set either way
+    (first,) = analyze(str(HELDOUT_RUNS["transe-train"].path), pack_seconds=0.1, longer=40, settings={"fit": "first"})
     assert first.longer_replays["memtune"]["late_growth"]["device_calls"] == 0
+    with config.override(MEMTUNE_FIT="first"):
+        (env,) = analyze(str(HELDOUT_RUNS["transe-train"].path), pack_seconds=0.1, longer=40)
+    assert env.longer_replays == {p: dict(x, events_per_second=env.longer_replays[p]["events_per_second"])
+                                  for p, x in first.longer_replays.items()}
+    assert main(["plan", str(HELDOUT_RUNS["transe-train"].path), "--pack-seconds", "0.1", "--longer", "40",
+                 "--set", "fit=first"]) == 0
     assert "settled: no policy made a device call" in " ".join(capsys.readouterr().out.split())
+
+
+def test_plan_set_applies_to_the_policies_that_have_the_setting(tmp_path, capsys):
+    f = tmp_path / "steps.csv"
+    write_steps(f)
+    assert main(["plan", str(f), "--json", "--pack-seconds", "0.1", "--set", "slack=0.5", "--set", "growth=0"]) == 0
+    (rep,) = json.loads(capsys.readouterr().out)
+    assert set(rep["replays"]) == {"memtune-plan", "memtune", "pytorch-cuda"}
+    assert main(["plan", str(f), "--set", "fitt=first"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "unknown setting 'fitt'" in err and "(from --set)" in err and "Did you mean 'fit'?" in err
+    assert main(["plan", str(f), "--set", "fit=worst"]) == 2
+    assert "MEMTUNE_FIT='worst' from --set: not a known choice" in " ".join(capsys.readouterr().err.split())
+    assert main(["plan", str(f), "--no-replay", "--set", "fit=first"]) == 2
+    assert "--set applies to the replays" in capsys.readouterr().err
 
 
 def test_plan_longer_says_when_there_is_no_step_to_repeat(tmp_path, capsys):

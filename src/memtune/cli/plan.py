@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from memtune.cli._common import console, echo_json, pack_rounds_option, pack_seconds_option
+from memtune.cli._common import console, echo_json, pack_rounds_option, pack_seconds_option, parse_set
 
 
 @click.command()
@@ -18,11 +18,14 @@ from memtune.cli._common import console, echo_json, pack_rounds_option, pack_sec
               help="Also replay with the step played N more times (a recording holds a few steps, a job "
                    "thousands: a layout that drifts from step to step shows there), and say whether device "
                    "calls or reserved memory still grow over the last quarter of them. 0: off.")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+              help="A setting of the replayed policies, for those that have it (as for memtune replay), "
+                   "e.g. fit=first or slack=0.04. Repeatable.")
 @click.option("--save", type=click.Path(dir_okay=False), default=None, metavar="PLAN.json",
               help="Also plan the whole run (its first steps around the repeating step) and write it here. "
                    "memtune-plan serves it from the first allocation of a later run of the same program: "
                    "MEMTUNE_PLAN_FILE=PLAN.json, or --set plan_file=PLAN.json.")
-def plan(trace, device, as_json, no_replay, pack_seconds, pack_rounds, longer, save):
+def plan(trace, device, as_json, no_replay, pack_seconds, pack_rounds, longer, sets, save):
     """Learn TRACE's repeating step (step markers, or the detected period) and pack it offline.
 
     Reports, per device: the period, how much of the trace repeats, the packed
@@ -34,6 +37,7 @@ def plan(trace, device, as_json, no_replay, pack_seconds, pack_rounds, longer, s
 
         memtune plan snapshot.pickle --json
         memtune plan run1.jsonl.gz --longer 200      # does the layout hold over a long job?
+        memtune plan run1.jsonl.gz --longer 200 --set fit=first   # ...with first fit?
         memtune plan run1.jsonl.gz --save plan.json   # then: MEMTUNE_PLAN_FILE=plan.json for the next run
     """
     from memtune.trace.plan import analyze
@@ -41,10 +45,13 @@ def plan(trace, device, as_json, no_replay, pack_seconds, pack_rounds, longer, s
 
     if longer and no_replay:
         raise click.UsageError("--longer replays the run with more steps; it cannot go with --no-replay")
+    settings = parse_set(sets)
+    if settings and no_replay:
+        raise click.UsageError("--set applies to the replays; it cannot go with --no-replay")
     tr = load(trace)  # once, for the analysis and the saved plan
     saved = _save_run_plan(tr, device, save, pack_seconds, pack_rounds) if save else None
     reports = analyze(tr, device=device, replay=not no_replay, pack_seconds=pack_seconds, pack_rounds=pack_rounds,
-                      longer=longer)
+                      longer=longer, settings=settings, settings_source="--set")
     if as_json:
         out = [r.to_json() for r in reports]
         if saved is not None:
@@ -110,9 +117,10 @@ def plan(trace, device, as_json, no_replay, pack_seconds, pack_rounds, longer, s
                 if {"memtune", "memtune-plan"} & growing.keys():
                     from memtune import config
 
+                    first = str(settings.get("fit", config.get("MEMTUNE_FIT"))).lower() == "first"
                     hint = "; a plan of the whole run (--save) serves every step from one layout" + (
-                        "" if config.get("MEMTUNE_FIT") == "first" else
-                        ", and MEMTUNE_FIT=first (the lowest hole that fits) lets memtune's own layout settle sooner")
+                        "" if first else ", and first fit (--set fit=first, or MEMTUNE_FIT=first: the lowest hole "
+                        "that fits) lets memtune's own layout settle sooner")
                 out.print(f"{device_name(r.device)}: still growing in the last {late} of them, so the layout has not "
                           f"settled{hint}: " + "; ".join(
                               f"{p} +{g['device_calls']} device calls, +{format_bytes(g['peak_reserved_bytes'])} "

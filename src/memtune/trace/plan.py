@@ -52,7 +52,7 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 from sortedcontainers import SortedDict
@@ -1544,7 +1544,8 @@ LONGER_MAX_EVENTS = 20_000_000
 
 def analyze(trace, device: int | None = None, policies: Sequence[str] = ("memtune-plan", "memtune", "pytorch-cuda"),
             replay: bool = True, pack_seconds: float = 2.0, pack_rounds: int | None = None,
-            longer: int = 0) -> list[PlanReport]:
+            longer: int = 0, settings: Mapping[str, Any] | None = None,
+            settings_source: str = "analyze(settings=...)") -> list[PlanReport]:
     """Detect the period of each device stream, plan one step and replay ``policies``
     (``pytorch-cuda`` with the trace's own settings, as the traced program ran).
 
@@ -1552,9 +1553,11 @@ def analyze(trace, device: int | None = None, policies: Sequence[str] = ("memtun
     recording holds a few steps, a training job thousands, and a layout that drifts
     from step to step only shows on a longer run. Each such replay also says what the
     last quarter of the added steps added (``late_growth``: device calls, and bytes of
-    peak reserved): anything but zero means the layout has not settled."""
+    peak reserved): anything but zero means the layout has not settled. ``settings``
+    apply to the policies that have them, as in :func:`memtune.trace.replay.replay`
+    (an error names ``settings_source`` when none does)."""
     from memtune.trace.extend import repeat_step, step_copy_ends
-    from memtune.trace.replay import load, replay_device
+    from memtune.trace.replay import load, replay_device, settings_per_policy
     from memtune.trace.replay import replay as run_replay
 
     if isinstance(longer, bool) or not isinstance(longer, int) or longer < 0:
@@ -1562,6 +1565,7 @@ def analyze(trace, device: int | None = None, policies: Sequence[str] = ("memtun
     if longer and not replay:
         raise ValueError(f"longer={longer} replays the run with more steps; it needs replay=True")
 
+    per_policy = settings_per_policy(list(policies), settings or {}, settings_source) if replay else {}
     tr = load(trace)
     devices = [tr.device(device)] if device is not None else list(tr.devices)
     out: list[PlanReport] = []
@@ -1585,7 +1589,8 @@ def analyze(trace, device: int | None = None, policies: Sequence[str] = ("memtun
             rep.packing = packing.pack(lifetimes(dt.events), time_budget=pack_seconds, rounds=pack_rounds)
         if replay:
             for pol in policies:
-                rep.replays[pol] = _replay_summary(run_replay(tr, pol, device=dt.device)[0])
+                rep.replays[pol] = _replay_summary(run_replay(tr, pol, device=dt.device, settings=per_policy[pol] or None,
+                                                              settings_source=settings_source)[0])
             if longer and per is not None:
                 try:
                     long_dt = repeat_step(dt, longer, min_period=PlanSpec.min_period, period=per)
@@ -1597,7 +1602,7 @@ def analyze(trace, device: int | None = None, policies: Sequence[str] = ("memtun
                     late = late_steps(longer)
                     at = [ends[longer - late], ends[longer]]
                     for pol in policies:
-                        rep.longer_replays[pol] = _longer_summary(replay_device(tr, long_dt, pol, checkpoints=at),
-                                                                  late)
+                        rep.longer_replays[pol] = _longer_summary(
+                            replay_device(tr, long_dt, pol, settings=per_policy[pol] or None, checkpoints=at), late)
         out.append(rep)
     return out
