@@ -207,6 +207,12 @@ def test_plan_set_applies_to_the_policies_that_have_the_setting(tmp_path, capsys
     assert "MEMTUNE_FIT='worst' from --set: not a known choice" in " ".join(capsys.readouterr().err.split())
     assert main(["plan", str(f), "--no-replay", "--set", "fit=first"]) == 2
     assert "--set applies to the replays" in capsys.readouterr().err
+    import pytest
+
+    from memtune.trace.plan import analyze
+
+    with pytest.raises(ValueError, match=r"settings \{'fit': 'first'\} apply to the replays; they need replay=True"):
+        analyze(str(f), replay=False, settings={"fit": "first"})
 
 
 def test_plan_longer_says_when_there_is_no_step_to_repeat(tmp_path, capsys):

@@ -1564,6 +1564,8 @@ def analyze(trace, device: int | None = None, policies: Sequence[str] = ("memtun
         raise ValueError(f"longer must be a whole number of steps >= 0; got {longer!r}")
     if longer and not replay:
         raise ValueError(f"longer={longer} replays the run with more steps; it needs replay=True")
+    if settings and not replay:
+        raise ValueError(f"settings {dict(settings)!r} apply to the replays; they need replay=True")
 
     per_policy = settings_per_policy(list(policies), settings or {}, settings_source) if replay else {}
     tr = load(trace)
