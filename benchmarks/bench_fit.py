@@ -13,29 +13,15 @@ settled), and first fit's replay speed as a ratio to best fit's, both measured h
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import math
-import sys
+import statistics
 import time
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+from bench_policy import HELDOUT_RUNS, LONG_RUNS  # benchmarks/run.py runs with benchmarks/ on sys.path
+
 FITS = ("best", "first")
 EXTRA_STEPS = 100
 QUICK = ("cnn-train", "vgg-train", "transe-train")
 REPEATS = 3
-
-
-def _fixed_shape_runs():
-    """The manifest's runs with a fixed step (as benchmarks/bench_policy.py reads it)."""
-    name = "heldout_manifest"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, HERE / "heldout" / "manifest.py")
-        assert spec and spec.loader
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return [r for r in sys.modules[name].load() if r.fixed_shapes]
 
 
 def _fastest(fn, repeats: int):
@@ -50,10 +36,6 @@ def _fastest(fn, repeats: int):
     return best
 
 
-def _geomean(xs: list[float]) -> float:
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
-
-
 def main(quick: bool) -> None:
     import memtune
     from memtune.errors import MemtuneError
@@ -63,7 +45,7 @@ def main(quick: bool) -> None:
 
     extra = 20 if quick else EXTRA_STEPS
     late = late_steps(extra)
-    runs = [r for r in _fixed_shape_runs() if not quick or r.name in QUICK]
+    runs = [HELDOUT_RUNS[name] for name in LONG_RUNS if not quick or name in QUICK]
     print(f"{len(runs)} runs; recorded, and {extra} more steps (calls in the last {late} of them)")
     print(f"{'run':28s} | {'best fit: recorded / longer / late calls':>42s} | "
           f"{'first fit: recorded / longer / late calls':>43s} | first/best speed")
@@ -96,12 +78,13 @@ def main(quick: bool) -> None:
         speed.append(seconds["best"] / seconds["first"])
         print(f"{run.name[:28]:28s} | {cells[0]:>42s} | {cells[1]:>43s} | {speed[-1]:.2f}x", flush=True)
     print()
+    gm = statistics.geometric_mean
     for fit in FITS:
         s = summary[fit]
         n = len(s["rec"])
-        print(f"fit={fit}: recorded: peak/bound geomean {_geomean(s['rec']):.3f}, within 1.05x "
-              f"{sum(x <= 1.05 for x in s['rec'])}/{n}; {extra} more steps: geomean {_geomean(s['long']):.3f}, "
-              f"within 1.05x {sum(x <= 1.05 for x in s['long'])}/{n}, calls geomean {_geomean(s['calls']):.0f}, "
+        print(f"fit={fit}: recorded: peak/bound geomean {gm(s['rec']):.3f}, within 1.05x "
+              f"{sum(x <= 1.05 for x in s['rec'])}/{n}; {extra} more steps: geomean {gm(s['long']):.3f}, "
+              f"within 1.05x {sum(x <= 1.05 for x in s['long'])}/{n}, calls geomean {gm(s['calls']):.0f}, "
               f"settled (no call in the last {late} steps) {sum(s['settled'])}/{n}")
-    print(f"first fit's replay speed / best fit's, recorded runs (geomean): {_geomean(speed):.2f}x "
-          f"(min {min(speed, default=float('nan')):.2f}x)")
+    print(f"first fit's replay speed / best fit's, recorded runs (geomean): {gm(speed):.2f}x "
+          f"(min {min(speed):.2f}x)")

@@ -192,6 +192,10 @@ def test_plan_longer_says_which_policy_still_grows_at_the_end_of_the_run(capsys)
     assert main(["plan", str(HELDOUT_RUNS["transe-train"].path), "--pack-seconds", "0.1", "--longer", "40",
                  "--set", "fit=first"]) == 0
     assert "settled: no policy made a device call" in " ".join(capsys.readouterr().out.split())
+    # the setting under its variable's name is the same setting
+    assert main(["plan", str(HELDOUT_RUNS["transe-train"].path), "--pack-seconds", "0.1", "--longer", "40",
+                 "--set", "MEMTUNE_FIT=first"]) == 0
+    assert "settled: no policy made a device call" in " ".join(capsys.readouterr().out.split())
 
 
 def test_plan_set_applies_to_the_policies_that_have_the_setting(tmp_path, capsys):
@@ -258,3 +262,16 @@ def test_plan_longer_refuses_a_run_too_long_to_build(tmp_path, capsys):
         analyze(str(f), longer=too_many)
     with pytest.raises(ValueError, match="longer=5 replays the run with more steps; it needs replay=True"):
         analyze(str(f), replay=False, longer=5)
+
+
+def test_the_first_fit_hint_knows_the_fit_under_any_of_its_names():
+    """plan --longer suggests first fit only where memtune did not replay with it: given
+    by --set under the setting's name or its variable's, else from MEMTUNE_FIT."""
+    from memtune import config
+    from memtune.cli.plan import _fit
+
+    assert _fit({}) == "best"
+    assert _fit({"fit": "first"}) == _fit({"MEMTUNE_FIT": "First"}) == "first"
+    with config.override(MEMTUNE_FIT="first"):
+        assert _fit({}) == "first"
+        assert _fit({"fit": "best", "slack": "0.04"}) == "best"

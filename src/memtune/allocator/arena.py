@@ -154,7 +154,7 @@ class _FirstFit:
     Same ``add``/``remove`` of (size, start) as :class:`_BestFit`.
     """
 
-    __slots__ = ("holes", "classes", "lowest", "count")
+    __slots__ = ("holes", "classes", "lowest")
 
     _NONE = 1 << 64  # above every address: "no hole in this class"
 
@@ -162,10 +162,9 @@ class _FirstFit:
         self.holes = holes                        # the region's start -> size (read only here)
         self.classes: dict[int, SortedList] = {}  # size.bit_length() -> starts
         self.lowest = [self._NONE] * 66           # size.bit_length() -> lowest start
-        self.count = 0
 
     def __len__(self) -> int:
-        return self.count
+        return sum(map(len, self.classes.values()))
 
     def add(self, item: tuple[int, int]) -> None:
         size, start = item
@@ -176,14 +175,12 @@ class _FirstFit:
         starts.add(start)
         if start < self.lowest[c]:
             self.lowest[c] = start
-        self.count += 1
 
     def remove(self, item: tuple[int, int]) -> None:
         size, start = item
         c = size.bit_length()
         starts = self.classes[c]
         starts.remove(start)
-        self.count -= 1
         if not starts:
             del self.classes[c]
             self.lowest[c] = self._NONE

@@ -40,7 +40,7 @@ def plan(trace, device, as_json, no_replay, pack_seconds, pack_rounds, longer, s
         memtune plan run1.jsonl.gz --longer 200 --set fit=first   # ...with first fit?
         memtune plan run1.jsonl.gz --save plan.json   # then: MEMTUNE_PLAN_FILE=plan.json for the next run
     """
-    from memtune.trace.plan import analyze
+    from memtune.trace.plan import analyze, late_steps
     from memtune.trace.replay import load
 
     if longer and no_replay:
@@ -109,23 +109,20 @@ def plan(trace, device, as_json, no_replay, pack_seconds, pack_rounds, longer, s
                      for p, x in r.longer_replays.items() if x["ratio"] is not None and r.replays[p]["ratio"] is not None]
             out.print(f"{device_name(r.device)}: {r.longer_steps} more steps, peak reserved / bound: " + "; ".join(parts),
                       highlight=False)
-            growing = {p: g for p, x in r.longer_replays.items()
-                       if (g := x.get("late_growth")) and (g["device_calls"] or g["peak_reserved_bytes"])}
-            late = next(iter(r.longer_replays.values())).get("late_growth", {}).get("steps")
+            late_growth = {p: x["late_growth"] for p, x in r.longer_replays.items()}
+            growing = {p: g for p, g in late_growth.items() if g["device_calls"] or g["peak_reserved_bytes"]}
+            late = late_steps(r.longer_steps)
             if growing:
                 hint = ""
                 if {"memtune", "memtune-plan"} & growing.keys():
-                    from memtune import config
-
-                    first = str(settings.get("fit", config.get("MEMTUNE_FIT"))).lower() == "first"
                     hint = "; a plan of the whole run (--save) serves every step from one layout" + (
-                        "" if first else ", and first fit (--set fit=first, or MEMTUNE_FIT=first: the lowest hole "
-                        "that fits) lets memtune's own layout settle sooner")
+                        "" if _fit(settings) == "first" else ", and first fit (--set fit=first, or "
+                        "MEMTUNE_FIT=first: the lowest hole that fits) lets memtune's own layout settle sooner")
                 out.print(f"{device_name(r.device)}: still growing in the last {late} of them, so the layout has not "
                           f"settled{hint}: " + "; ".join(
                               f"{p} +{g['device_calls']} device calls, +{format_bytes(g['peak_reserved_bytes'])} "
                               f"peak reserved" for p, g in growing.items()), highlight=False)
-            elif late:
+            else:
                 out.print(f"{device_name(r.device)}: settled: no policy made a device call or reserved more in the "
                           f"last {late} of them", highlight=False)
         if longer and not r.longer_replays:
@@ -185,3 +182,13 @@ def peak_note(r) -> str | None:
         return (f"{head}, in repetition {k} of {per.count} of the step; plan mode plans a step once it has seen it "
                 f"{times}, {before}.")
     return f"{head}, in repetition {k} of {per.count} of the step, late enough for the step's plan to serve it."
+
+
+def _fit(settings: dict[str, str]) -> str:
+    """The fit memtune replayed with: ``--set fit=...`` (under any of its names), else MEMTUNE_FIT."""
+    from memtune import config
+    from memtune.allocator.presets import get
+
+    lookup = get("memtune").lookup
+    given = [v for k, v in settings.items() if (s := lookup.get(k.lower())) is not None and s.name == "fit"]
+    return str(given[-1] if given else config.get("MEMTUNE_FIT")).lower()

@@ -144,7 +144,9 @@ def step_copy_ends(dt: DeviceTrace, extra_steps: int, *, min_period: int = 2,
     Element ``k`` is the event index just past copy ``k`` (0: the recorded last
     repetition, ``extra_steps``: the last copy); the events after it close the run.
     Why: a replay of the longer run read at two of these (``replay_device(checkpoints=...)``)
-    shows whether anything still grows between them. Arguments as for :func:`repeat_step`.
+    shows whether anything still grows between them. Arguments, and the errors for them,
+    as for :func:`repeat_step`; a step that :func:`repeat_step` refuses to repeat (it frees
+    blocks from before the repeating part) is not detected here.
     """
     _check_extra_steps(extra_steps)
     _at, _per, _last, lo, hi = _last_step(dt, min_period, period, "step_copy_ends")

@@ -481,17 +481,19 @@ def _checked_checkpoints(checkpoints: Sequence[int], n_events: int) -> list[int]
     return sorted(set(given))
 
 
+def _device_calls(stats: Mapping[str, Any], dev) -> tuple[int, int]:
+    """(device allocs, device frees): the allocator's counts, else the device's."""
+    counters = getattr(dev, "counters", None)
+    return (int(stats.get("num_device_alloc", getattr(counters, "mallocs", 0))),
+            int(stats.get("num_device_free", getattr(counters, "frees", 0))))
+
+
 def _checkpoint(alloc, dev, idx: int, tl: Timeline | None, initial_reserved: int) -> Checkpoint:
     s = alloc.memory_stats()
-    counters = getattr(dev, "counters", None)
     peak = max(int(s.get("reserved_bytes.all.peak", 0)), initial_reserved, max(tl.reserved, default=0) if tl else 0)
-    return Checkpoint(
-        event_index=idx,
-        device_allocs=int(s.get("num_device_alloc", getattr(counters, "mallocs", 0))),
-        device_frees=int(s.get("num_device_free", getattr(counters, "frees", 0))),
-        peak_reserved_bytes=peak,
-        reserved_bytes=int(s.get("reserved_bytes.all.current", 0)),
-    )
+    allocs, frees = _device_calls(s, dev)
+    return Checkpoint(event_index=idx, device_allocs=allocs, device_frees=frees, peak_reserved_bytes=peak,
+                      reserved_bytes=int(s.get("reserved_bytes.all.current", 0)))
 
 
 def _run(trace, dt, policy, eff, cap, alloc, dev, timeline, lenient, timeline_points, infer,
@@ -627,6 +629,7 @@ def _run(trace, dt, policy, eff, cap, alloc, dev, timeline, lenient, timeline_po
         peak_res = max(int(stats.get("reserved_bytes.all.peak", 0)), initial_reserved)
 
     counters = getattr(dev, "counters", None)
+    allocs, frees = _device_calls(stats, dev)
     frag = (peak_res / peak_requested - 1.0) if peak_requested else 0.0
     return ReplayResult(
         trace=trace.source,
@@ -638,8 +641,8 @@ def _run(trace, dt, policy, eff, cap, alloc, dev, timeline, lenient, timeline_po
         peak_allocated_bytes=peak_alloc,
         peak_reserved_bytes=peak_res,
         initial_reserved_bytes=initial_reserved,
-        device_allocs=int(stats.get("num_device_alloc", getattr(counters, "mallocs", 0))),
-        device_frees=int(stats.get("num_device_free", getattr(counters, "frees", 0))),
+        device_allocs=allocs,
+        device_frees=frees,
         ooms=ooms,
         fragmentation=frag,
         seconds=seconds,
