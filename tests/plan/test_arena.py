@@ -55,9 +55,10 @@ def check_invariants(a: ArenaAllocator, dev: SimulatedDevice, expected: dict[int
 
 class ArenaMachine(RuleBasedStateMachine):
     @initialize(small=st.sampled_from([None, 4 * KiB]), slack=st.sampled_from([0.0, 0.02, 0.5]),
-                budget=st.sampled_from([0.0, 1.0, 100.0]), fit=st.sampled_from(FITS))
-    def setup(self, small, slack, budget, fit):
-        self.a, self.dev = make(small_size=small, slack=slack, trim_budget=budget, fit=fit)
+                budget=st.sampled_from([0.0, 1.0, 100.0]), fit=st.sampled_from(FITS),
+                after=st.sampled_from([0, 4, 20_000]))
+    def setup(self, small, slack, budget, fit, after):
+        self.a, self.dev = make(small_size=small, slack=slack, trim_budget=budget, fit=fit, first_fit_after=after)
         self.held: dict[int, tuple[int, int]] = {}
 
     @rule(size=st.one_of(st.integers(1, 4 * KiB), st.integers(1, 5 * PAGE)), stream=st.integers(0, 2))
@@ -372,6 +373,12 @@ def test_each_fit_index_finds_the_hole_its_rule_names(ops, asks):
             fits = [(n, a) for a, n in holes.items() if n >= want]
             assert best.take(want) == (min(fits)[1] if fits else None)
             assert first.take(want) == (min(a for _n, a in fits) if fits else None)
+    # an index built from the holes as they stand (a switch to first fit mid-run)
+    # finds what the one kept up to date finds
+    rebuilt = _FirstFit(dict(holes))
+    assert len(rebuilt) == len(holes)
+    for want in asks:
+        assert rebuilt.take(want) == first.take(want)
 
 
 def test_first_fit_takes_the_lowest_hole_that_fits_and_best_fit_the_smallest():
@@ -389,6 +396,41 @@ def test_first_fit_takes_the_lowest_hole_that_fits_and_best_fit_the_smallest():
     assert addr == blocks[2]
     addr, blocks = got["best"]
     assert addr == blocks[4]
+
+
+def test_best_fit_turns_to_first_fit_when_pages_still_move_long_after_the_live_peak():
+    """first_fit_after: a move (an unmap below the live peak) made more than that many
+    mallocs and frees after live bytes last peaked switches every region to first fit,
+    once and for good; 0 never switches. The blocks stay where they are."""
+    def run(after: int) -> tuple[ArenaAllocator, int | None, int]:
+        a, dev = make(first_fit_after=after, slack=0.0)
+        live: dict[int, int] = {}
+        peak = clock = peak_clock = 0
+        switched_at = None
+        for i in range(400):
+            size = (1 + (i * 7919) % 13) * 40 * KiB
+            live[a.malloc(size)] = size
+            clock += 1
+            if a.memory_stats()["allocated_bytes.all.peak"] > peak:
+                peak, peak_clock = a.memory_stats()["allocated_bytes.all.peak"], clock
+            if len(live) > 20:
+                addr = list(live)[(i * 31) % len(live)]
+                a.free(addr)
+                del live[addr]
+                clock += 1
+            if switched_at is None and a.fit == "first":
+                switched_at = clock - peak_clock
+                assert all(isinstance(r.free_index, _FirstFit) for r in a._regions.values())
+            check_invariants(a, dev, {addr: (n, 0) for addr, n in live.items()})
+        return a, switched_at, dev.counters.maps + dev.counters.unmaps
+
+    never, none, _calls = run(0)
+    assert none is None and never.fit == "best"
+    for after in (5, 200):
+        a, since_peak, _calls = run(after)
+        assert a.fit == "first" and since_peak is not None and since_peak > after, (after, since_peak)
+    with pytest.raises(ValueError, match="first_fit_after must be >= 0; got -1"):
+        ArenaSpec(first_fit_after=-1)
 
 
 class ClaimMachine(RuleBasedStateMachine):

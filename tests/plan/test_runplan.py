@@ -480,8 +480,6 @@ def test_a_later_run_served_by_a_plan_is_within_a_page_of_the_page_rounded_bound
 
 @pytest.mark.parametrize("name", with_measured_misses(CHANGING_SHAPES, {
     **{n: "the slots placed before the deviation stay (1.055 against 1.030 learned online)" for n in COSTLY_DEVIATION},
-    "detect-varbox-train": "twelfth set: 1.1815 x the bound with the plan, 1.1554 learned online (box counts change "
-                           "every step)",
     "dynamic-token-vit": "fourteenth set: 1.0620 x the bound with the plan, 1.0164 learned online (how many tokens "
                          "each pruning keeps changes every step)",
     "dkl-gp-train": "fifteenth set: 1.1377 x the bound with the plan, 1.0863 learned online (the minibatch, and its "

@@ -104,6 +104,11 @@ class ArenaSpec:
     #: which hole a request takes among those that fit: "best" (the smallest) or "first"
     #: (the lowest address; on a long run a repeating step's layout settles sooner)
     fit: str = "best"
+    #: with best fit: an unmap below the live peak made more than this many mallocs and
+    #: frees after the peak was set switches every region to first fit, once (0 = never).
+    #: Pages still moving that long after the peak mean a repeating step has not found
+    #: its layout; first fit settles one where best fit can keep drifting
+    first_fit_after: int = 20_000
     #: free memory is reused only by its own stream
     per_stream: bool = True
     #: reserved memory may never exceed this (None = the device's capacity)
@@ -131,6 +136,7 @@ class ArenaSpec:
         need(self.tiny_allocs >= 0, f"tiny_allocs must be >= 0; got {self.tiny_allocs}")
         need(0.0 <= self.trim_large, f"trim_large must be >= 0; got {self.trim_large}")
         need(self.fit in FITS, f"fit must be one of {', '.join(FITS)}; got {self.fit!r}")
+        need(self.first_fit_after >= 0, f"first_fit_after must be >= 0; got {self.first_fit_after}")
 
 
 #: where a request goes among the holes that fit it (``MEMTUNE_FIT``)
@@ -162,6 +168,8 @@ class _FirstFit:
         self.holes = holes                        # the region's start -> size (read only here)
         self.classes: dict[int, SortedList] = {}  # size.bit_length() -> starts
         self.lowest = [self._NONE] * 66           # size.bit_length() -> lowest start
+        for start, size in holes.items():
+            self.add((size, start))
 
     def __len__(self) -> int:
         return sum(map(len, self.classes.values()))
@@ -224,6 +232,11 @@ class _Region:
         self.stamp: dict[int, int] = {}         # hole start -> clock when a free last changed it
         self.top_stamp = 0
         self.reservation = base                 # start of the device reservation holding it
+
+    def use_first_fit(self) -> None:
+        """Index the holes for first fit from now on."""
+        if not isinstance(self.free_index, _FirstFit):
+            self.free_index = _FirstFit(self.holes)
 
     # ---------------------------------------------------------------- holes
     def take(self, size: int) -> int | None:
@@ -460,6 +473,7 @@ class ArenaAllocator(AllocatorBase):
         self._raised_pages = 0
         self._moves = 0        # unmaps made below the live peak within the budget
         self._large_moves = 0  # unmaps made past the budget (trim_large) below the live peak
+        self._fit = spec.fit   # "best" until first_fit_after switches it (see _trim)
         a = spec.alignment
         self._amask = a - 1
         self._page = spec.page
@@ -484,7 +498,7 @@ class ArenaAllocator(AllocatorBase):
             page = self._page
             res = self.device.reserve_address_space(self._region_size + page)
             base = -(-res // page) * page
-            r = _Region(base, self._region_size, key[0], pool, self.spec.fit)
+            r = _Region(base, self._region_size, key[0], pool, self._fit)
             r.reservation = res
             self._regions[key] = r
             self._region_at[base] = r
@@ -735,7 +749,21 @@ class ArenaAllocator(AllocatorBase):
             self._large_moves += made
         elif not (new_peak or force):
             self._moves += made
+            after = spec.first_fit_after
+            if made and after and self._fit != "first" and self._clock - self._peak_clock > after:
+                self._use_first_fit()
         return got
+
+    def _use_first_fit(self) -> None:
+        """Switch every region (and those made later) to first fit, for the rest of the run."""
+        self._fit = "first"
+        for r in self._regions.values():
+            r.use_first_fit()
+
+    @property
+    def fit(self) -> str:
+        """The fit in use: ``spec.fit``, or "first" once ``first_fit_after`` switched to it."""
+        return self._fit
 
     def _release_all(self, reason: str) -> None:
         for r in list(self._regions.values()):
@@ -1048,7 +1076,7 @@ class ArenaAllocator(AllocatorBase):
                 size = max(need, size // 2 // self._page * self._page)
             except (TypeError, NotImplementedError):
                 return False
-        r = _Region(res, size, key[0], key[1], self.spec.fit)
+        r = _Region(res, size, key[0], key[1], self._fit)
         self._regions[key] = r
         self._region_at[res] = r
         st = self.stats

@@ -34,6 +34,8 @@ SETTINGS = (
             aliases=("MEMTUNE_SMALL_SIZE",)),
     Setting("fit", "MEMTUNE_FIT", "Which free hole a request takes: best (the smallest that fits) or first "
             "(the lowest address).", aliases=("MEMTUNE_FIT",)),
+    Setting("first_fit_after", "MEMTUNE_FIRST_FIT_AFTER", "Best fit turns to first fit when pages still move this "
+            "many mallocs and frees after the live peak (0 = never).", aliases=("MEMTUNE_FIRST_FIT_AFTER",)),
     Setting("trim_budget", "MEMTUNE_TRIM_BUDGET", "Device calls allowed for unmapping hot pages, per region growth.",
             aliases=("MEMTUNE_TRIM_BUDGET",)),
     Setting("high_watermark", "MEMTUNE_HIGH_WATERMARK", "Hard limit of reserved memory (bytes or share; 0 = none).",
@@ -80,7 +82,7 @@ def build(settings: dict[str, Any], capacity: int, explicit: frozenset[str], nam
     small = int(settings["small_size"]) or None
     limit = _limit(settings.get("high_watermark"), capacity)
     resolved = {k: settings[k] for k in ("page_size", "slack", "growth", "growth_max", "small_size", "fit",
-                                         "trim_budget")}
+                                         "first_fit_after", "trim_budget")}
     resolved["high_watermark"] = limit or 0
     return ArenaSpec(
         name=name,
@@ -91,6 +93,7 @@ def build(settings: dict[str, Any], capacity: int, explicit: frozenset[str], nam
         growth_max=int(settings["growth_max"]),
         trim_budget=float(settings["trim_budget"]),
         fit=str(settings["fit"]),
+        first_fit_after=int(settings["first_fit_after"]),
         limits=Limits(hard_limit=limit, hard_limit_setting="MEMTUNE_HIGH_WATERMARK" if limit else None),
         settings=resolved,
     )

@@ -93,6 +93,21 @@ declare(
 
 declare(
     Variable(
+        name="MEMTUNE_FIRST_FIT_AFTER",
+        type=Int(min=0),
+        default=20_000,
+        doc="With MEMTUNE_FIT=best: when memtune still moves pages (unmaps free pages below the live peak "
+        "to map them where a request needs them) more than this many mallocs and frees after live bytes "
+        "last reached a new peak, it switches to first fit for the rest of the run. A long run's "
+        "repeating step then settles into one layout and device calls stop growing, while a short run "
+        "keeps best fit's tighter packing. 0 = never switch.",
+        group=GROUP,
+        reference=REFERENCE,
+    )
+)
+
+declare(
+    Variable(
         name="MEMTUNE_TRIM_BUDGET",
         type=Float(min=0.0),
         default=1.0,
