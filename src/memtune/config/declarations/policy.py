@@ -83,9 +83,10 @@ declare(
         type=Enum("best", "first"),
         default="best",
         doc="Which free hole a request takes among those that fit. best: the smallest (lowest address "
-        "on ties), which packs a short run tighter. first: the lowest address, whose layout of a "
-        "repeating step settles sooner on a long run, so device calls stop growing; `memtune plan "
-        "TRACE --longer N` says whether memtune's layout still grows late in a run.",
+        "on ties), which packs a short run tighter, until MEMTUNE_FIRST_FIT_AFTER turns it to first fit. "
+        "first: the lowest address from the start, whose layout of a repeating step settles sooner on a "
+        "long run, so device calls stop growing; `memtune plan TRACE --longer N` says whether memtune's "
+        "layout still grows late in a run.",
         group=GROUP,
         reference=REFERENCE,
     )
