@@ -12,7 +12,10 @@ and back exactly the pages live blocks touch.
 * one virtual **region** per stream (optionally a separate one for blocks up to
   ``small_size``); **best fit** by size (lowest address on ties) with
   immediate coalescing of free neighbours; a request no hole fits goes to the
-  region's top;
+  region's top. Pages still moving (below) ``first_fit_after`` mallocs and
+  frees after the live peak mean a repeating step has not found its layout:
+  from then on requests take the **lowest** hole that fits (first fit), whose
+  layout settles;
 * pages (``page`` bytes, 2 MiB as on CUDA) are **mapped on demand**; a
   region's top grows by at least a chunk (``growth`` x peak live bytes, at
   most ``growth_max``; past the live peak, only within the highest reserved so
@@ -435,7 +438,7 @@ class _Live:
 
 
 class ArenaAllocator(AllocatorBase):
-    """memtune's own allocator: virtual regions, best fit, pages mapped on demand.
+    """memtune's own allocator: virtual regions, best fit (then first fit), pages mapped on demand.
 
     Same public interface as :class:`memtune.allocator.engine.Allocator`.
     """
