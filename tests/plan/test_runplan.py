@@ -487,7 +487,14 @@ def test_a_later_run_served_by_a_plan_is_within_a_page_of_the_page_rounded_bound
     "dino-multicrop-train": "seventeenth set: 1.0644 x the bound with the plan, 1.0259 learned online (each crop's "
                             "side is drawn from the data: the plan deviates at the later run's first crop, its 204th "
                             "event, and the two models' weights it placed by then, 124 blocks of 21.4 MiB at the "
-                            "peak, keep 38 MiB of its arena's pages mapped)"}))
+                            "peak, keep 38 MiB of its arena's pages mapped)",
+    "unet3d-seg-train": "eighteenth set: 1.0763 x the bound with the plan, 1.0303 learned online (each step flips its "
+                        "patches along axes drawn by a coin: the plan deviates at the later run's 130th event, and "
+                        "the 59 blocks it placed by then, 8.7 MiB of weights, keep 24 MiB of its arena's pages "
+                        "mapped)",
+    "sinkhorn-ot-train": "eighteenth set: 1.1089 x the bound with the plan, 1.0358 learned online (each step's point "
+                         "count is drawn: the plan deviates at the later run's 54th event, and the 27 blocks it "
+                         "placed by then, 3.2 MiB of weights, keep 14 MiB of its arena's pages mapped)"}))
 def test_a_plan_from_a_run_with_other_shapes_costs_little(later_runs, name):
     """(speculative-decode's later run leaves its plan in the first rounds; plan mode
     then learns a round online. Taken over into an arena of its own beside the pages
