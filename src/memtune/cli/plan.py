@@ -185,10 +185,9 @@ def peak_note(r) -> str | None:
 
 
 def _fit(settings: dict[str, str]) -> str:
-    """The fit memtune replayed with: ``--set fit=...`` (under any of its names), else MEMTUNE_FIT."""
-    from memtune import config
-    from memtune.allocator.presets import get
+    """The fit memtune replayed with: its settings among ``--set`` over the environment."""
+    from memtune.allocator.presets import get, resolve
 
     lookup = get("memtune").lookup
-    given = [v for k, v in settings.items() if (s := lookup.get(k.lower())) is not None and s.name == "fit"]
-    return str(given[-1] if given else config.get("MEMTUNE_FIT")).lower()
+    spec, _verbose = resolve("memtune", {k: v for k, v in settings.items() if k.lower() in lookup}, 0, "--set")
+    return spec.fit
