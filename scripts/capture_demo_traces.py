@@ -6140,6 +6140,634 @@ def mixture_of_depths_train(*, steps: int, seed: int) -> float:
     return total
 
 
+@_workload(default_steps=6)
+def ft_transformer_train(*, steps: int, seed: int) -> float:
+    """FT-Transformer (Gorishniy et al. 2021) on a tabular classification task, batch 256 rows of
+    24 numerical and 8 categorical features (cardinalities 3 to 5000), 7 classes (the rows and
+    their labels, a fixed random teacher's argmax, from the data generator): every numerical
+    feature embedded by periodic embeddings (PLR, Gorishniy et al. 2022: cos and sin of 16
+    learned frequencies, a per-feature linear 32-128 done as one einsum over the 24 features'
+    stacked weights, ReLU), every categorical feature by its own rows of one shared embedding
+    table (6,412 x 128, offsets per feature) plus a per-feature bias, and a [CLS] token appended,
+    so each row is 33 tokens of width 128; 3 pre-norm transformer layers (the first without its
+    attention LayerNorm, as in the paper; 8 heads with explicit attention and attention dropout
+    0.2, a ReGLU feed-forward 128-2x170-128 with dropout 0.1), the [CLS] token's LayerNorm, ReLU
+    and a linear 128-7; cross-entropy, AdamW with weight decay on the transformer layers' weight
+    matrices only (two parameter groups). Many small per-feature tensors beside batch x tokens x tokens
+    attention maps; fixed shapes (every step allocates the same sizes in the same order); 6 steps."""
+    torch.manual_seed(0)
+    batch, n_num, dim, heads, depth, classes, freqs, ffn = 256, 24, 128, 8, 3, 7, 16, 170
+    cards = torch.tensor([3, 5, 12, 40, 100, 252, 1000, 5000])
+    n_cat = len(cards)
+
+    class Layer(nn.Module):
+        def __init__(self, first: bool) -> None:
+            super().__init__()
+            self.ln1 = nn.Identity() if first else nn.LayerNorm(dim)
+            self.ln2 = nn.LayerNorm(dim)
+            self.qkv, self.out = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+            self.up, self.down = nn.Linear(dim, 2 * ffn), nn.Linear(ffn, dim)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            b, t, _ = x.shape
+            q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, heads, dim // heads).permute(2, 0, 3, 1, 4)
+            att = nn.functional.dropout((q @ k.transpose(-1, -2) / math.sqrt(dim // heads)).softmax(-1), 0.2,
+                                        self.training)
+            x = x + self.out((att @ v).transpose(1, 2).reshape(b, t, dim))
+            a, g = self.up(self.ln2(x)).chunk(2, -1)
+            return x + self.down(nn.functional.dropout(a * torch.relu(g), 0.1, self.training))
+
+    class FTTransformer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.freq = nn.Parameter(0.1 * torch.randn(n_num, freqs))
+            self.num_w = nn.Parameter(torch.randn(n_num, 2 * freqs, dim) / math.sqrt(2 * freqs))
+            self.num_b = nn.Parameter(torch.zeros(n_num, dim))
+            self.register_buffer("offsets", torch.cat([torch.zeros(1, dtype=torch.long), cards.cumsum(0)[:-1]]))
+            self.cat_embed = nn.Embedding(int(cards.sum()), dim)
+            self.cat_b = nn.Parameter(torch.zeros(n_cat, dim))
+            self.cls = nn.Parameter(0.02 * torch.randn(dim))
+            self.layers = nn.ModuleList(Layer(i == 0) for i in range(depth))
+            self.head = nn.Sequential(nn.LayerNorm(dim), nn.ReLU(), nn.Linear(dim, classes))
+
+        def forward(self, num: torch.Tensor, cat: torch.Tensor) -> torch.Tensor:
+            angle = 2 * math.pi * self.freq * num[..., None]  # (B, 24, 16)
+            periodic = torch.cat([angle.cos(), angle.sin()], -1)
+            num_tokens = torch.relu(torch.einsum("bfk,fkd->bfd", periodic, self.num_w) + self.num_b)
+            cat_tokens = self.cat_embed(cat + self.offsets) + self.cat_b
+            x = torch.cat([num_tokens, cat_tokens, self.cls.expand(len(num), 1, dim)], 1)
+            for layer in self.layers:
+                x = layer(x)
+            return self.head(x[:, -1])
+
+    model = FTTransformer()
+    decay = [p for n, p in model.named_parameters() if n.startswith("layers.") and p.dim() == 2]
+    rest = [p for n, p in model.named_parameters() if not (n.startswith("layers.") and p.dim() == 2)]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 1e-5}, {"params": rest, "weight_decay": 0.0}],
+                            lr=1e-4)
+    gen = torch.Generator().manual_seed(105 + seed)
+    teacher = torch.randn(n_num + n_cat, classes, generator=gen)
+    total = 0.0
+    for _ in range(steps):
+        num = torch.randn(batch, n_num, generator=gen)
+        cat = (torch.rand(batch, n_cat, generator=gen) ** 2 * cards).long()  # skewed towards low ids
+        labels = (torch.cat([num, cat.float() / cards], 1) @ teacher).argmax(1)
+        opt.zero_grad(set_to_none=True)
+        loss = nn.functional.cross_entropy(model(num, cat), labels)
+        loss.backward()
+        opt.step()
+        total += loss.item()
+    return total
+
+
+@_workload(default_steps=6)
+def maskrcnn_roi_train(*, steps: int, seed: int) -> float:
+    """A two-stage instance-segmentation detector in the manner of Mask R-CNN (He et al. 2017),
+    one feature level (no FPN), batch 4 images of 256x256 RGB, 8 classes: each image holds 1-8
+    objects (drawn from the data generator: boxes of 24-128 pixels a side, each object an
+    ellipse filling its box, painted in its class's colour over noise; the ellipses are the
+    instance masks). A backbone of 3x3 convolutions with BatchNorm and ReLU (32, 64 and 128
+    channels, three of stride 2, a residual block at the end) to a 32 x 32 map (stride 8); an
+    RPN (3x3 conv 128-128, 1x1 convs to 9 anchors' objectness and box deltas: 3 scales x 3 aspect
+    ratios, 9,216 anchors per image) trained on 256 anchors sampled per image from the anchor x
+    object IoU matrix (at most half positive); proposals: the top 1000 anchors by objectness,
+    decoded and clipped, those under 4 pixels a side dropped, suppressed by matrix NMS at IoU
+    0.7 (Fast NMS, Bolya et al. 2019: the upper triangle of their IoU matrix), at most 300 kept,
+    with the ground-truth boxes added; 128 RoIs sampled per image from the proposal x object IoU
+    matrix (at most 25 % foreground at IoU 0.5, as many as there are); RoIAlign written with
+    grid_sample (a 14 x 14 sampling grid per RoI averaged to 7 x 7 for the box head, 14 x 14 for
+    the mask head), a box head (a linear 6272-512, 512-512, class logits and class-specific box
+    deltas), and a mask head on the foreground RoIs only (four 3x3 convs 128-128, a 2x2
+    ConvTranspose2d to 28 x 28, a 1x1 conv to 9 class masks; its targets each RoI's object mask
+    sampled to 28 x 28 the same way); cross-entropy, smooth L1 and per-pixel BCE losses, SGD with
+    momentum. The number of objects, of proposals left after suppression and of foreground RoIs
+    follow the data, so the IoU matrices, the sampled index tensors and the mask head's tensors
+    change size every step; 6 steps."""
+    torch.manual_seed(0)
+    batch, size, classes, stride, pre_nms, post_nms, rois_per_image = 4, 256, 8, 8, 1000, 300, 128
+    grid = size // stride
+    sizes, ratios = torch.tensor([32.0, 64.0, 128.0]), torch.tensor([0.5, 1.0, 2.0])
+    base_w = (sizes[:, None] / ratios.sqrt()[None]).flatten()
+    base_h = (sizes[:, None] * ratios.sqrt()[None]).flatten()
+    centres = (torch.arange(grid, dtype=torch.float32) + 0.5) * stride
+    cy, cx = torch.meshgrid(centres, centres, indexing="ij")
+    anchors = torch.stack([cx[..., None] - base_w / 2, cy[..., None] - base_h / 2,
+                           cx[..., None] + base_w / 2, cy[..., None] + base_h / 2], -1).view(-1, 4)  # (H*W*9, 4)
+
+    def box_iou(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        area_a = (a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1])
+        area_b = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
+        lt, rb = torch.max(a[:, None, :2], b[None, :, :2]), torch.min(a[:, None, 2:], b[None, :, 2:])
+        inter = (rb - lt).clamp(min=0).prod(-1)
+        return inter / (area_a[:, None] + area_b[None] - inter)
+
+    def encode(boxes: torch.Tensor, ref: torch.Tensor, w: tuple[float, ...]) -> torch.Tensor:
+        rw, rh = ref[:, 2] - ref[:, 0], ref[:, 3] - ref[:, 1]
+        bw, bh = boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1]
+        return torch.stack([w[0] * ((boxes[:, 0] + bw / 2) - (ref[:, 0] + rw / 2)) / rw,
+                            w[1] * ((boxes[:, 1] + bh / 2) - (ref[:, 1] + rh / 2)) / rh,
+                            w[2] * torch.log(bw / rw), w[3] * torch.log(bh / rh)], 1)
+
+    def decode(deltas: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
+        rw, rh = ref[:, 2] - ref[:, 0], ref[:, 3] - ref[:, 1]
+        x, y = ref[:, 0] + rw / 2 + deltas[:, 0] * rw, ref[:, 1] + rh / 2 + deltas[:, 1] * rh
+        w, h = rw * deltas[:, 2].clamp(max=4).exp(), rh * deltas[:, 3].clamp(max=4).exp()
+        return torch.stack([x - w / 2, y - h / 2, x + w / 2, y + h / 2], 1).clamp(0, size)
+
+    def roi_grid(boxes: torch.Tensor, out: int) -> torch.Tensor:  # (R, 4) -> (R, out, out, 2) in [-1, 1]
+        at = (torch.arange(out, dtype=torch.float32) + 0.5) / out
+        xs = boxes[:, 0, None] + at * (boxes[:, 2] - boxes[:, 0])[:, None]
+        ys = boxes[:, 1, None] + at * (boxes[:, 3] - boxes[:, 1])[:, None]
+        where = torch.stack([xs[:, None, :].expand(-1, out, -1), ys[:, :, None].expand(-1, -1, out)], -1)
+        return where / size * 2 - 1
+
+    def roi_align(feature: torch.Tensor, boxes: torch.Tensor, out: int) -> torch.Tensor:  # (C, H, W) -> (R, C, o, o)
+        sampled = nn.functional.grid_sample(feature[None], roi_grid(boxes, out).view(1, -1, out, 2),
+                                            align_corners=False)
+        return sampled.view(feature.shape[0], len(boxes), out, out).transpose(0, 1)
+
+    def conv(cin: int, cout: int, s: int = 1) -> nn.Sequential:
+        return nn.Sequential(nn.Conv2d(cin, cout, 3, s, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU())
+
+    class MaskRCNN(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.stem = nn.Sequential(conv(3, 32, 2), conv(32, 32), conv(32, 64, 2), conv(64, 64), conv(64, 128, 2))
+            self.res = nn.Sequential(conv(128, 128), nn.Conv2d(128, 128, 3, 1, 1, bias=False), nn.BatchNorm2d(128))
+            self.rpn = nn.Sequential(nn.Conv2d(128, 128, 3, 1, 1), nn.ReLU())
+            self.rpn_obj, self.rpn_box = nn.Conv2d(128, 9, 1), nn.Conv2d(128, 36, 1)
+            self.box_head = nn.Sequential(nn.Flatten(), nn.Linear(128 * 49, 512), nn.ReLU(), nn.Linear(512, 512),
+                                          nn.ReLU())
+            self.cls, self.reg = nn.Linear(512, classes + 1), nn.Linear(512, 4 * (classes + 1))
+            layers: list[nn.Module] = []
+            for _ in range(4):
+                layers += [nn.Conv2d(128, 128, 3, 1, 1), nn.ReLU()]
+            self.mask_head = nn.Sequential(*layers, nn.ConvTranspose2d(128, 128, 2, 2), nn.ReLU(),
+                                           nn.Conv2d(128, classes + 1, 1))
+
+    model = MaskRCNN()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
+    gen = torch.Generator().manual_seed(106 + seed)
+    colours = torch.rand(classes + 1, 3, generator=gen)
+    pix = torch.arange(size, dtype=torch.float32) + 0.5
+    total = 0.0
+    for _ in range(steps):
+        images, targets = [], []
+        for _ in range(batch):
+            count = int(torch.randint(1, 9, (), generator=gen))
+            wh = 24 + 104 * torch.rand(count, 2, generator=gen)
+            xy = torch.rand(count, 2, generator=gen) * (size - wh)
+            boxes = torch.cat([xy, xy + wh], 1)
+            labels = torch.randint(1, classes + 1, (count,), generator=gen)
+            centre, half = (boxes[:, :2] + boxes[:, 2:]) / 2, wh / 2
+            masks = ((((pix[None, None, :] - centre[:, 0, None, None]) / half[:, 0, None, None]) ** 2
+                      + ((pix[None, :, None] - centre[:, 1, None, None]) / half[:, 1, None, None]) ** 2) <= 1).float()
+            image = 0.2 * torch.randn(3, size, size, generator=gen)
+            for m, c in zip(masks, labels):
+                image = torch.where(m.bool(), colours[c][:, None, None], image)
+            images.append(image)
+            targets.append((boxes, labels, masks))
+        opt.zero_grad(set_to_none=True)
+        x = model.stem(torch.stack(images))
+        feats = torch.relu(x + model.res(x))
+        hidden = model.rpn(feats)
+        objectness = model.rpn_obj(hidden).permute(0, 2, 3, 1).reshape(batch, -1)
+        rpn_deltas = model.rpn_box(hidden).permute(0, 2, 3, 1).reshape(batch, -1, 4)
+        loss = torch.zeros(())
+        for i, (boxes, labels, masks) in enumerate(targets):
+            # RPN: sample 256 anchors from the anchor x object IoU matrix
+            iou = box_iou(anchors, boxes)
+            best, matched = iou.max(1)
+            label = torch.full((len(anchors),), -1.0)
+            label[best < 0.3] = 0.0
+            label[best >= 0.7] = 1.0
+            label[iou.argmax(0)] = 1.0
+            pos = (label == 1).nonzero().squeeze(1)
+            neg = (label == 0).nonzero().squeeze(1)
+            pos = pos[torch.randperm(len(pos), generator=gen)[:128]]
+            neg = neg[torch.randperm(len(neg), generator=gen)[:256 - len(pos)]]
+            picked = torch.cat([pos, neg])
+            loss = loss + nn.functional.binary_cross_entropy_with_logits(objectness[i, picked], label[picked])
+            loss = loss + nn.functional.smooth_l1_loss(rpn_deltas[i, pos], encode(boxes[matched[pos]], anchors[pos],
+                                                                                     (1, 1, 1, 1)), beta=1 / 9)
+            # proposals: top 1000, decoded, Fast NMS at 0.7, at most 300, plus the objects' boxes
+            with torch.no_grad():
+                scores, top = objectness[i].topk(pre_nms)
+                props = decode(rpn_deltas[i, top], anchors[top])
+                big = ((props[:, 2] - props[:, 0]) > 4) & ((props[:, 3] - props[:, 1]) > 4)
+                props = props[big]
+                keep = box_iou(props, props).triu(1).amax(0) < 0.7
+                props = torch.cat([props[keep][:post_nms], boxes])
+                # 128 RoIs: at most 25 % foreground (IoU >= 0.5), the rest background
+                iou = box_iou(props, boxes)
+                best, matched = iou.max(1)
+                fg = (best >= 0.5).nonzero().squeeze(1)
+                bg = (best < 0.5).nonzero().squeeze(1)
+                fg = fg[torch.randperm(len(fg), generator=gen)[:rois_per_image // 4]]
+                bg = bg[torch.randperm(len(bg), generator=gen)[:rois_per_image - len(fg)]]
+                rois = props[torch.cat([fg, bg])]
+                roi_labels = torch.cat([labels[matched[fg]], torch.zeros(len(bg), dtype=torch.long)])
+                box_targets = encode(boxes[matched[fg]], rois[:len(fg)], (10, 10, 5, 5))
+                mask_targets = nn.functional.grid_sample(masks[matched[fg]][:, None], roi_grid(rois[:len(fg)], 28),
+                                                         align_corners=False).squeeze(1).ge(0.5).float()
+            # box head on all RoIs (7 x 7 from a 14 x 14 grid), mask head on the foreground ones
+            pooled = nn.functional.avg_pool2d(roi_align(feats[i], rois, 14), 2)
+            h = model.box_head(pooled)
+            loss = loss + nn.functional.cross_entropy(model.cls(h), roi_labels)
+            deltas = model.reg(h[:len(fg)]).view(len(fg), classes + 1, 4)
+            deltas = deltas[torch.arange(len(fg)), roi_labels[:len(fg)]]
+            loss = loss + nn.functional.smooth_l1_loss(deltas, box_targets, beta=1.0)
+            mask_logits = model.mask_head(roi_align(feats[i], rois[:len(fg)], 14))
+            mask_logits = mask_logits[torch.arange(len(fg)), roi_labels[:len(fg)]]
+            loss = loss + nn.functional.binary_cross_entropy_with_logits(mask_logits, mask_targets)
+        loss = loss / batch
+        loss.backward()
+        opt.step()
+        total += loss.item()
+    return total
+
+
+@_workload(default_steps=5)
+def dpsgd_train(*, steps: int, seed: int) -> float:
+    """Differentially private training by DP-SGD (Abadi et al. 2016) with per-sample gradients
+    taken by torch.func, in the manner of Opacus with its BatchMemoryManager: a CNN for 32x32 RGB
+    images, 10 classes (3x3 Conv2d 3-32, 32-64 and 64-128, each with GroupNorm of 8 groups, ReLU
+    and 2x2 max pooling, then a linear 2048-128, ReLU and a linear 128-10; 357 k weights; GroupNorm
+    because BatchNorm mixes samples); each step a logical batch of 256 images (noisy class
+    prototypes from the data generator) run as 4 physical batches of 64: for each, the per-sample
+    gradients by torch.func.vmap(torch.func.grad(...)) over a functional_call of the model (every
+    parameter's gradient with a leading batch dimension of 64: 91 MB for the physical batch, and
+    the per-sample losses, by grad_and_value), the per-sample norms over all parameters (a stack
+    of per-parameter norms), a clipping factor min(1, 1 / norm) per sample (max norm 1), and the
+    clipped gradients summed over the batch by einsum and added to a running sum per parameter
+    (out of place); then Gaussian noise
+    (noise multiplier 1.1, from the data generator) added to the sums, divided by 256, set as
+    .grad and an SGD step with momentum 0.9. Batch-times-weights per-sample gradients made and
+    dropped four times a step beside the weight-sized accumulators; fixed shapes (every step
+    allocates the same sizes in the same order); 5 steps."""
+    torch.manual_seed(0)
+    logical, physical, classes, max_norm, sigma = 256, 64, 10, 1.0, 1.1
+
+    def block(cin: int, cout: int) -> list[nn.Module]:
+        return [nn.Conv2d(cin, cout, 3, padding=1), nn.GroupNorm(8, cout), nn.ReLU(), nn.MaxPool2d(2)]
+
+    model = nn.Sequential(*block(3, 32), *block(32, 64), *block(64, 128), nn.Flatten(), nn.Linear(2048, 128),
+                          nn.ReLU(), nn.Linear(128, classes))
+    names = [n for n, _ in model.named_parameters()]
+    opt = torch.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
+
+    def sample_loss(params: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        logits = torch.func.functional_call(model, params, (x[None],))
+        return nn.functional.cross_entropy(logits, y[None])
+
+    per_sample_grads = torch.func.vmap(torch.func.grad_and_value(sample_loss), in_dims=(None, 0, 0))
+    gen = torch.Generator().manual_seed(107 + seed)
+    prototypes = torch.rand(classes, 3, 32, 32, generator=gen)
+    total = 0.0
+    for _ in range(steps):
+        labels = torch.randint(0, classes, (logical,), generator=gen)
+        images = prototypes[labels] + 0.5 * torch.randn(logical, 3, 32, 32, generator=gen)
+        opt.zero_grad(set_to_none=True)
+        params = {n: p.detach() for n, p in model.named_parameters()}
+        sums: dict[str, torch.Tensor] = {}
+        for start in range(0, logical, physical):
+            x, y = images[start:start + physical], labels[start:start + physical]
+            grads, losses = per_sample_grads(params, x, y)
+            norms = torch.stack([grads[n].flatten(1).norm(dim=1) for n in names], 1).norm(dim=1)
+            factor = (max_norm / (norms + 1e-6)).clamp(max=1.0)
+            for n in names:
+                clipped = torch.einsum("b,b...->...", factor, grads[n])
+                sums[n] = clipped if n not in sums else sums[n] + clipped
+            del grads
+            total += losses.mean().item()
+        for n, p in model.named_parameters():
+            p.grad = (sums[n] + sigma * max_norm * torch.randn(p.shape, generator=gen)) / logical
+        opt.step()
+    return total
+
+
+@_workload(default_steps=6)
+def whisper_beam_serve(*, steps: int, seed: int) -> float:
+    """Inference only: speech recognition by a small Whisper-style encoder-decoder (Radford et al.
+    2022) with beam search, one request a step, under torch.inference_mode(). Each request an
+    utterance of a drawn duration (4-30 s at 16 kHz: a sum of drawn tones and noise from the data
+    generator) zero-padded to 30 s as Whisper does, its log-mel spectrogram made in the script
+    (torch.stft, window 400, hop 160, a triangular 80-band mel filterbank, Whisper's log clamp
+    and scaling: 80 x 3000); an encoder (two Conv1d 80-256 and 256-256 of kernel 3, the second of
+    stride 2, with GELU, sinusoidal positions over the 1500 frames, 4 pre-norm layers of width
+    256, 4 heads, MLP 1024) run once per request; a decoder (vocabulary 16000, learned
+    positions, 4 pre-norm layers with causal self-attention and cross-attention, the head tied to
+    the embedding) run with 5 beams: the encoder output repeated per beam and each layer's
+    cross-attention keys and values computed once per request (5 x 1500 x 256 each), the
+    self-attention keys and values grown by torch.cat at every token and reordered by
+    index_select of the surviving beams' rows; the prompt is Whisper's previous-text
+    conditioning (0-64 drawn tokens, as after an earlier window) and the start-of-transcript
+    tokens, and each request decodes a drawn budget of 2 tokens per second of audio (8-60
+    tokens; the weights are as initialised, so the end-of-text token does not end it), each
+    token the top 5 of the 5 x 16000 continuations' log-probabilities. Large per-request
+    cross-attention caches beside small self-attention caches that grow every token, with a
+    prompt and a length that change from request to request; 6 requests."""
+    torch.manual_seed(0)
+    vocab, dim, heads, depth, beams, frames, rate, hop, mels = 16000, 256, 4, 4, 5, 3000, 16000, 160, 80
+    sot = [vocab - 4, vocab - 3, vocab - 2]  # start of transcript, language, task
+
+    def mel_filters() -> torch.Tensor:  # (80, 201) triangular filters on the mel scale
+        hz = torch.linspace(0, rate / 2, 201)
+        mel = 2595 * torch.log10(1 + hz / 700)
+        edges = torch.linspace(0, float(mel[-1]), mels + 2)
+        lower, centre, upper = edges[:-2, None], edges[1:-1, None], edges[2:, None]
+        return torch.clamp(torch.minimum((mel - lower) / (centre - lower), (upper - mel) / (upper - centre)), min=0)
+
+    def log_mel(audio: torch.Tensor) -> torch.Tensor:
+        spec = torch.stft(audio, 400, hop, window=torch.hann_window(400), return_complex=True)[:, :-1]
+        logspec = torch.log10(torch.clamp(filters @ spec.abs() ** 2, min=1e-10))
+        return (torch.maximum(logspec, logspec.max() - 8.0) + 4.0) / 4.0
+
+    class Attention(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.q, self.k, self.v, self.o = (nn.Linear(dim, dim) for _ in range(4))
+
+        def split(self, x: torch.Tensor) -> torch.Tensor:
+            return x.view(x.shape[0], x.shape[1], heads, dim // heads).transpose(1, 2)
+
+        def attend(self, x: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False) -> torch.Tensor:
+            out = nn.functional.scaled_dot_product_attention(self.split(self.q(x)), k, v, is_causal=causal)
+            return self.o(out.transpose(1, 2).reshape(x.shape[0], x.shape[1], dim))
+
+    class EncoderLayer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ln1, self.ln2, self.att = nn.LayerNorm(dim), nn.LayerNorm(dim), Attention()
+            self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            h = self.ln1(x)
+            x = x + self.att.attend(h, self.att.split(self.att.k(h)), self.att.split(self.att.v(h)))
+            return x + self.mlp(self.ln2(x))
+
+    class DecoderLayer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ln1, self.ln2, self.ln3 = nn.LayerNorm(dim), nn.LayerNorm(dim), nn.LayerNorm(dim)
+            self.self_att, self.cross_att = Attention(), Attention()
+            self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+
+        def forward(self, x: torch.Tensor, cache: dict[str, torch.Tensor]) -> torch.Tensor:
+            h = self.ln1(x)
+            k, v = self.self_att.split(self.self_att.k(h)), self.self_att.split(self.self_att.v(h))
+            first = "k" not in cache
+            cache["k"] = k if first else torch.cat([cache["k"], k], 2)
+            cache["v"] = v if first else torch.cat([cache["v"], v], 2)
+            x = x + self.self_att.attend(h, cache["k"], cache["v"], causal=first and x.shape[1] > 1)
+            x = x + self.cross_att.attend(self.ln2(x), cache["xk"], cache["xv"])
+            return x + self.mlp(self.ln3(x))
+
+    class Whisper(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv1, self.conv2 = nn.Conv1d(mels, dim, 3, padding=1), nn.Conv1d(dim, dim, 3, 2, padding=1)
+            scales = torch.exp(-math.log(10000) * torch.arange(dim // 2) / (dim // 2 - 1))
+            t = torch.arange(frames // 2)[:, None] * scales
+            self.register_buffer("enc_pos", torch.cat([t.sin(), t.cos()], 1))
+            self.encoder = nn.ModuleList(EncoderLayer() for _ in range(depth))
+            self.enc_ln = nn.LayerNorm(dim)
+            self.embed, self.pos = nn.Embedding(vocab, dim), nn.Parameter(0.01 * torch.randn(448, dim))
+            self.decoder = nn.ModuleList(DecoderLayer() for _ in range(depth))
+            self.dec_ln = nn.LayerNorm(dim)
+
+        def encode(self, mel: torch.Tensor) -> torch.Tensor:
+            x = nn.functional.gelu(self.conv2(nn.functional.gelu(self.conv1(mel)))).transpose(1, 2) + self.enc_pos
+            for layer in self.encoder:
+                x = layer(x)
+            return self.enc_ln(x)
+
+        def decode(self, tokens: torch.Tensor, offset: int, caches: list[dict[str, torch.Tensor]]) -> torch.Tensor:
+            x = self.embed(tokens) + self.pos[offset:offset + tokens.shape[1]]
+            for layer, cache in zip(self.decoder, caches):
+                x = layer(x, cache)
+            return (self.dec_ln(x[:, -1]) @ self.embed.weight.T).log_softmax(-1)
+
+    model = Whisper().eval()
+    filters = mel_filters()
+    gen = torch.Generator().manual_seed(108 + seed)
+    total = 0.0
+    with torch.inference_mode():
+        for _ in range(steps):
+            seconds = float(4 + 26 * torch.rand((), generator=gen))
+            samples = int(seconds * rate)
+            t = torch.arange(samples) / rate
+            tones = 80 + 900 * torch.rand(6, generator=gen)
+            audio = (torch.sin(2 * math.pi * tones[:, None] * t).sum(0) * 0.05
+                     + 0.01 * torch.randn(samples, generator=gen))
+            audio = nn.functional.pad(audio, (0, frames * hop - samples))
+            features = model.encode(log_mel(audio)[None])  # (1, 1500, 256)
+            features = features.repeat_interleave(beams, 0)
+            caches = []
+            for layer in model.decoder:
+                xa = layer.cross_att
+                caches.append({"xk": xa.split(xa.k(features)), "xv": xa.split(xa.v(features))})
+            previous = torch.randint(0, vocab - 4, (int(torch.randint(0, 65, (), generator=gen)),), generator=gen)
+            prompt = torch.cat([torch.tensor([vocab - 1]), previous, torch.tensor(sot)]) if len(previous) else \
+                torch.tensor(sot)
+            logprobs = model.decode(prompt.expand(beams, -1).contiguous(), 0, caches)
+            scores = torch.zeros(beams)
+            scores[1:] = -float("inf")  # the beams start as one hypothesis
+            offset, hypotheses = len(prompt), torch.empty(beams, 0, dtype=torch.long)
+            for _ in range(int(2 * seconds)):
+                candidates = (scores[:, None] + logprobs).flatten()
+                scores, flat = candidates.topk(beams)
+                rows, tokens = flat // vocab, flat % vocab
+                hypotheses = torch.cat([hypotheses.index_select(0, rows), tokens[:, None]], 1)
+                for cache in caches:
+                    cache["k"], cache["v"] = cache["k"].index_select(0, rows), cache["v"].index_select(0, rows)
+                logprobs = model.decode(tokens[:, None], offset, caches)
+                offset += 1
+            total += float(scores.max()) / hypotheses.shape[1] + float(hypotheses[0].float().mean()) * 1e-6
+    return total
+
+
+@_workload(default_steps=5)
+def reformer_lsh_train(*, steps: int, seed: int) -> float:
+    """A Reformer language model (Kitaev et al. 2020) with LSH attention, one sequence of 4096
+    tokens a step, vocabulary 1024 (a copy task: a drawn 512-token phrase repeated 8 times, from
+    the data generator): an embedding 1024 x 256 plus learned positions, 2 pre-norm layers
+    (d_model 256, 4 heads of 64, an MLP 1024 GELU run over 8 chunks of the sequence as the paper's
+    chunked feed-forward), a final LayerNorm and a linear 256-1024. Each layer's attention shares
+    queries and keys (the keys the L2-normalised queries) and hashes them 2 times into 64 buckets
+    by random rotations drawn every forward (argmax over [xR, -xR], from torch's generator); per
+    hash round the 4096 positions are sorted by (bucket, position) with argsort, the queries,
+    keys and values gathered into that order and cut into 64 chunks of 64, each chunk attending
+    to itself and the chunk before it (64 x 128 scores per chunk, causal by the gathered
+    positions, a token's own key masked unless it has no other), the outputs and their
+    logsumexps gathered back into sequence order by the inverse permutation, and the two rounds
+    combined by a softmax over their logsumexps; next-token cross-entropy, AdamW. Sorts, gathers
+    and index tensors of sequence size around chunked score tensors, per round and per layer;
+    fixed shapes (every step allocates the same sizes in the same order); 5 steps."""
+    torch.manual_seed(0)
+    vocab, length, batch, dim, heads, depth, rounds, buckets, chunk = 1024, 4096, 1, 256, 4, 2, 2, 64, 64
+    head_dim, n_chunks = dim // heads, length // chunk
+
+    def lsh_attention(qk: torch.Tensor, v: torch.Tensor) -> torch.Tensor:  # (B, H, T, D) each
+        b, h, t, d = qk.shape
+        rotations = torch.randn(d, rounds, buckets // 2)
+        rotated = torch.einsum("bhtd,drk->bhrtk", nn.functional.normalize(qk.detach(), dim=-1), rotations)
+        bucket = torch.cat([rotated, -rotated], -1).argmax(-1)  # (B, H, R, T)
+        pos = torch.arange(t)
+        order = (bucket * t + pos).argsort(-1)  # sorted by bucket, then position
+        undo = order.argsort(-1)
+        keys = nn.functional.normalize(qk, dim=-1)
+        outs, lses = [], []
+        for r in range(rounds):
+            idx = order[:, :, r]  # (B, H, T)
+            gather = idx[..., None].expand(-1, -1, -1, d)
+            sq = qk.gather(2, gather).view(b, h, n_chunks, chunk, d)
+            sk = keys.gather(2, gather).view(b, h, n_chunks, chunk, d)
+            sv = v.gather(2, gather).view(b, h, n_chunks, chunk, d)
+            spos = idx.view(b, h, n_chunks, chunk)
+            k2 = torch.cat([sk, sk.roll(1, 2)], 3)  # each chunk and the one before it
+            v2 = torch.cat([sv, sv.roll(1, 2)], 3)
+            kpos = torch.cat([spos, spos.roll(1, 2)], 3)
+            scores = sq @ k2.transpose(-1, -2) / math.sqrt(d)  # (B, H, C, 64, 128)
+            qpos = spos[..., None]
+            scores = scores.masked_fill(kpos[..., None, :] > qpos, -1e9)
+            scores = scores.masked_fill(kpos[..., None, :] == qpos, -1e5)
+            lse = scores.logsumexp(-1, keepdim=True)
+            out = (scores - lse).exp() @ v2
+            back = undo[:, :, r]
+            outs.append(out.view(b, h, t, d).gather(2, back[..., None].expand(-1, -1, -1, d)))
+            lses.append(lse.view(b, h, t, 1).gather(2, back[..., None]))
+        weights = torch.stack(lses).softmax(0)
+        return (torch.stack(outs) * weights).sum(0)
+
+    class Layer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+            self.qk, self.v, self.out = nn.Linear(dim, dim), nn.Linear(dim, dim), nn.Linear(dim, dim)
+            self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            b, t, _ = x.shape
+            h = self.ln1(x)
+            qk = self.qk(h).view(b, t, heads, head_dim).transpose(1, 2)
+            v = self.v(h).view(b, t, heads, head_dim).transpose(1, 2)
+            x = x + self.out(lsh_attention(qk, v).transpose(1, 2).reshape(b, t, dim))
+            return x + torch.cat([self.mlp(self.ln2(part)) for part in x.chunk(8, 1)], 1)
+
+    class Reformer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed, self.pos = nn.Embedding(vocab, dim), nn.Parameter(0.02 * torch.randn(length, dim))
+            self.layers = nn.ModuleList(Layer() for _ in range(depth))
+            self.norm, self.head = nn.LayerNorm(dim), nn.Linear(dim, vocab)
+
+        def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+            x = self.embed(tokens) + self.pos[:tokens.shape[1]]
+            for layer in self.layers:
+                x = layer(x)
+            return self.head(self.norm(x))
+
+    model = Reformer()
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
+    gen = torch.Generator().manual_seed(109 + seed)
+    total = 0.0
+    for _ in range(steps):
+        phrase = torch.randint(0, vocab, (batch, length // 8), generator=gen)
+        tokens = torch.cat([phrase.repeat(1, 8), phrase[:, :1]], 1)
+        opt.zero_grad(set_to_none=True)
+        logits = model(tokens[:, :-1])
+        loss = nn.functional.cross_entropy(logits.reshape(-1, vocab), tokens[:, 1:].reshape(-1))
+        loss.backward()
+        opt.step()
+        total += loss.item()
+    return total
+
+
+@_workload(default_steps=8)
+def treelstm_train(*, steps: int, seed: int) -> float:
+    """A binary (constituency) Tree-LSTM (Tai et al. 2015) for fine-grained sentiment in the manner
+    of the Stanford Sentiment Treebank, batch 128 sentences of 6-48 tokens (vocabulary 20000, each
+    word a drawn sentiment score; every sentence a random binary parse tree built by splitting
+    its span at a drawn point, and every node labelled with the 5-way bucket of its leaves' mean
+    score, all from the data generator): an embedding 20000 x 300 (dense gradients), leaves'
+    states from their words (a linear 300-3x256 to the input, output and update gates), and the
+    internal nodes computed level by level as DGL's Tree-LSTM batches them (a node's level one
+    more than its higher child's; all of the batch's nodes of a level together): the level's
+    children's hidden and cell states gathered by index_select from the states of every level so
+    far, which grow by torch.cat after each level, and a linear 2x256-5x256 to the input, output
+    and update gates and one forget gate per child; dropout 0.3 on the embeddings and a linear
+    256-5 classifying every node (leaves and phrases), cross-entropy over all nodes, Adagrad
+    (lr 0.05, as the paper). The number of levels (the deepest tree) and of nodes per level
+    follow the drawn trees, so every step allocates a different sequence of sizes, mostly small
+    per-level tensors and node-state tensors that grow through the step; 8 steps."""
+    torch.manual_seed(0)
+    vocab, embed_dim, hidden, classes, batch = 20000, 300, 256, 5, 128
+
+    class TreeLSTM(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed = nn.Embedding(vocab, embed_dim)
+            self.leaf = nn.Linear(embed_dim, 3 * hidden)
+            self.node = nn.Linear(2 * hidden, 5 * hidden)
+            self.out = nn.Linear(hidden, classes)
+
+        def forward(self, words: torch.Tensor, levels: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+            i, o, u = self.leaf(nn.functional.dropout(self.embed(words), 0.3, self.training)).chunk(3, -1)
+            c = torch.sigmoid(i) * torch.tanh(u)
+            h = torch.sigmoid(o) * torch.tanh(c)
+            for left, right in levels:  # children's indices into the states so far, one level at a time
+                hl, hr = h.index_select(0, left), h.index_select(0, right)
+                i, o, u, fl, fr = self.node(torch.cat([hl, hr], 1)).chunk(5, -1)
+                new_c = (torch.sigmoid(i) * torch.tanh(u) + torch.sigmoid(fl) * c.index_select(0, left)
+                         + torch.sigmoid(fr) * c.index_select(0, right))
+                c = torch.cat([c, new_c])
+                h = torch.cat([h, torch.sigmoid(o) * torch.tanh(new_c)])
+            return self.out(h)
+
+    model = TreeLSTM()
+    opt = torch.optim.Adagrad(model.parameters(), lr=0.05)
+    gen = torch.Generator().manual_seed(110 + seed)
+    sentiment = torch.randn(vocab, generator=gen)
+    total = 0.0
+    for _ in range(steps):
+        # each tree: its words, and a split of every span of two or more at a drawn point
+        lengths = torch.randint(6, 49, (batch,), generator=gen).tolist()
+        words = torch.randint(0, vocab, (sum(lengths),), generator=gen)
+        scores, draws = sentiment[words].tolist(), iter(torch.rand(sum(lengths), generator=gen).tolist())
+        phrases: list[tuple[int, int, int, float]] = []  # (level, left id, right id, mean score)
+
+        def build(lo: int, hi: int) -> tuple[int, int]:  # (node id, level); a leaf's id is its word's index
+            if hi - lo == 1:
+                return lo, 0
+            cut = lo + 1 + int(next(draws) * (hi - lo - 1))
+            (a, la), (b, lb) = build(lo, cut), build(cut, hi)
+            level = 1 + max(la, lb)
+            phrases.append((level, a, b, sum(scores[lo:hi]) / (hi - lo)))
+            return -len(phrases), level  # a phrase's provisional id: -(its index + 1)
+
+        start = 0
+        for n in lengths:
+            build(start, start + n)
+            start += n
+        # number the phrases after the leaves, level by level
+        order = sorted(range(len(phrases)), key=lambda k: phrases[k][0])
+        ident = {-(k + 1): len(words) + rank for rank, k in enumerate(order)}
+        levels, labels = [], [min(4, max(0, int(x * 1.5 + 2.5))) for x in scores]
+        for _, group in itertools.groupby(order, key=lambda k: phrases[k][0]):
+            members = list(group)
+            levels.append((torch.tensor([ident.get(phrases[k][1], phrases[k][1]) for k in members]),
+                           torch.tensor([ident.get(phrases[k][2], phrases[k][2]) for k in members])))
+            labels += [min(4, max(0, int(phrases[k][3] * 1.5 + 2.5))) for k in members]
+        opt.zero_grad(set_to_none=True)
+        logits = model(words, levels)
+        loss = nn.functional.cross_entropy(logits, torch.tensor(labels))
+        loss.backward()
+        opt.step()
+        total += loss.item()
+    return total
+
+
 WORKLOADS: dict[str, Workload] = {
     "mlp-train": mlp_train,
     "cnn-train": cnn_train,
@@ -6368,6 +6996,23 @@ HELDOUT: dict[str, Workload] = {
     "bayes-mc-train": bayes_mc_train,
     "sinkhorn-ot-train": sinkhorn_ot_train,
     "mixture-of-depths-train": mixture_of_depths_train,
+    # the nineteenth set, captured after the eighteenth was measured and committed (in nineteenth/)
+    # before it is measured, to check a later change: a tabular transformer whose rows are 33
+    # feature tokens (periodic numerical embeddings by a per-feature einsum, categorical rows of
+    # one shared table) under batch x heads x tokens x tokens attention maps, a two-stage detector
+    # whose proposals are suppressed by a matrix NMS and sampled into RoIs aligned by grid_sample,
+    # with a mask head on however many are foreground, DP-SGD's per-sample gradients by vmap over
+    # physical batches (batch-times-weights tensors made and dropped four times a step), a speech
+    # encoder-decoder's beam search with large per-request cross-attention caches beside
+    # self-attention caches grown and reordered every token, LSH attention's sorts, gathers and
+    # chunked scores over a long sequence, a Tree-LSTM computed level by level over drawn parse
+    # trees with node states grown by torch.cat after every level
+    "ft-transformer-train": ft_transformer_train,
+    "maskrcnn-roi-train": maskrcnn_roi_train,
+    "dpsgd-train": dpsgd_train,
+    "whisper-beam-serve": whisper_beam_serve,
+    "reformer-lsh-train": reformer_lsh_train,
+    "treelstm-train": treelstm_train,
 }
 
 
