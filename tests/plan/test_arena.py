@@ -151,6 +151,25 @@ def test_repeating_workload_stops_making_device_calls():
     assert dev.counters.maps + dev.counters.unmaps == calls
 
 
+def test_a_growth_floor_maps_the_first_climb_in_fewer_calls_and_keeps_the_unmap_budget():
+    """On the way up from nothing a chunk of 1/16 of the live peak so far is smaller than
+    the requests, so the top grows by a request a call; growth_min maps at least that
+    much a call. The maps it saves still count for the unmap budget (growth without the
+    floor would have made them), so the floor does not cut the unmaps allowed later."""
+    def climb(growth_min: int) -> tuple[ArenaAllocator, SimulatedDevice]:
+        a, dev = make(page=PAGE, growth=1 / 16, growth_max=64 * PAGE, growth_min=growth_min)
+        for _ in range(256):
+            a.malloc(3 * PAGE)
+        return a, dev
+
+    none, dev0 = climb(0)
+    floor, dev1 = climb(8 * PAGE)
+    assert dev1.counters.maps < 0.8 * dev0.counters.maps
+    assert floor._maps >= none._maps == dev0.counters.maps  # the budget's count of maps
+    peak = lambda a: a.memory_stats()["reserved_bytes.all.peak"]  # noqa: E731
+    assert peak(floor) <= peak(none) + 8 * PAGE
+
+
 def test_past_the_live_peak_the_top_grows_by_the_request_only():
     """A step whose request lands at the top below the live peak (no hole fits it)
     maps the pages it needs and no growth chunk past the highest reserved so far:

@@ -547,6 +547,29 @@ def test_plan_mode_online_steps_use_plan_growth_unless_growth_is_given(monkeypat
         online_growth()
 
 
+def test_growth_min_reaches_memtune_and_reaches_plan_mode_only_when_set(monkeypatch):
+    """memtune maps at least MEMTUNE_GROWTH_MIN (6 MiB) when a region grows; plan mode's
+    online steps keep no floor (it aims at 2 % of the peak) unless the variable or the
+    setting is given. A bad value names the variable."""
+    import memtune
+    from memtune.errors import ConfigError
+
+    def floors(**settings) -> tuple[int, int]:
+        with memtune.allocator("memtune", device=SimulatedDevice(1 << 30), **settings) as a, \
+                memtune.allocator("memtune-plan", device=SimulatedDevice(1 << 30), **settings) as b:
+            return a.spec.growth_min, b.online.spec.growth_min
+
+    assert floors() == (6 << 20, 0)
+    assert floors(growth_min="4MiB") == (4 << 20, 4 << 20)
+    monkeypatch.setenv("MEMTUNE_GROWTH_MIN", "2MiB")
+    assert floors() == (2 << 20, 2 << 20)
+    monkeypatch.setenv("MEMTUNE_GROWTH_MIN", "-1")
+    with pytest.raises(ConfigError, match="MEMTUNE_GROWTH_MIN"):
+        floors()
+    with pytest.raises(ValueError, match="growth_min"):
+        ArenaSpec(growth_min=-1)
+
+
 def _layers_then_varying_backward(steps: int, layers: int) -> list[Event]:
     """A model's forward: ``layers`` identical layers (an activation kept, a workspace
     freed in the next layer); a backward whose sizes change every step, so the only

@@ -30,6 +30,10 @@ from .test_plan import with_measured_misses
 HELDOUT = {r.file: r.path for r in sorted(HELDOUT_RUNS, key=lambda r: (r.set != "demo", r.file))}
 
 NON_CACHING = ("mxnet-unpooled",)
+#: Misses that came with the floor under the growth chunk (MEMTUNE_GROWTH_MIN, 6 MiB), measured
+#: on the sets already seen (docs/policy.md, "A floor under the growth chunk"). The numbers in
+#: the other reasons are as measured when their set was; BENCHMARKS.md has today's.
+GROWTH_MIN = "MEMTUNE_GROWTH_MIN"
 #: Below this lower bound the ratio to it measures allocation granularity (512 B
 #: device alignment, 2 MiB pages), not fragmentation: an 8-byte workload is 64x
 #: its bound under every preset. There memtune must still match the best preset.
@@ -156,7 +160,6 @@ def _comparable(per: dict[str, dict]) -> list[str]:
 @pytest.mark.parametrize("name", traces({
     "mlp-train.jsonl.gz": f"{SMALL}; mxnet-round's power-of-two blocks fit its 3 and 4 MiB tensors better",
     "transformer-train.jsonl.gz": f"{SMALL}; cupy's exact-size blocks reserve 0.17 MiB less",
-    "moe-train.jsonl.gz": "third set: memtune 1.042 x the bound, cupy 1.032 (experts' batches change every step)",
     "checkpoint-train.jsonl.gz": f"fourth set: memtune 1.049 x the bound, cupy 1.016; {CHECKPOINT}",
     "distill-train.jsonl.gz": f"sixth set: memtune 1.124 x the bound, pytorch-cuda 1.040; {DISTILL}",
     "pipeline-microbatch-train.jsonl.gz": "eighth set: memtune 1.035 x the bound, cupy 1.006",
@@ -165,8 +168,8 @@ def _comparable(per: dict[str, dict]) -> list[str]:
                               "with a request that sets the live peak)",
     "word2vec-sparse-train.jsonl.gz": f"twelfth set: memtune 1.0197 x the bound, cupy 1.0128; {WORD2VEC}",
     "act-ponder-train.jsonl.gz": "thirteenth set: memtune 1.0418 x the bound, cupy 1.0204, pytorch-cuda 1.0263",
-    "darts-search.jsonl.gz": "fourteenth set: memtune 1.0374 x the bound, cupy 1.0126 (an 18 MiB growth chunk mapped "
-                             "with a request near the live peak: 5 % of the bound unused at the peak)",
+    "gan-train.jsonl.gz": f"third set, since {GROWTH_MIN}: memtune 1.143 x the bound (1.111 before), cupy and "
+                          "megengine 1.116 (a 63 MiB workload; its layout changed with the floor)",
     "stochastic-depth-train.jsonl.gz": "thirteenth set: memtune 1.0499 x the bound, pytorch-cuda 1.0445 (the blocks "
                                        "run change every step)",
     "snn-bptt-train.jsonl.gz": "seventeenth set: memtune 1.0675 x the bound, cupy and megengine 1.0477, mxnet-naive "
@@ -186,7 +189,11 @@ def test_memtune_reserves_no_more_than_any_caching_preset(trace_results, name):
 @pytest.mark.parametrize("name", traces({
     **{n: SMALL for n in ("cnn-train.jsonl.gz", "mlp-train.jsonl.gz", "transformer-train.jsonl.gz")},
     "encoder-serve.jsonl.gz": f"{SERVING} (1.157)",
-    "gan-train.jsonl.gz": "third set: 1.111 (a 63 MiB workload; 32 pages would be 1.016)",
+    "gan-train.jsonl.gz": "third set: 1.111 (a 63 MiB workload; 32 pages would be 1.016); 1.143 since "
+                          f"{GROWTH_MIN}",
+    **{n: f"since {GROWTH_MIN}: {r}" for n, r in (
+        ("bert-mlm-train.jsonl.gz", "1.0632 (third set: 1.0275)"), ("fedavg-train.jsonl.gz", "1.1192 (thirteenth "
+         "set: 1.0446)"), ("sinkhorn-ot-train.jsonl.gz", "1.0602 (eighteenth set: 1.0236)"))},
     "vae-train.jsonl.gz": f"third set: 1.147; {CHURN}",
     "diffusion-sample.jsonl.gz": "third set: 1.078",
     "dlrm-train.jsonl.gz": "fourth set: 1.078", "wavenet-train.jsonl.gz": "fourth set: 1.158",
@@ -194,16 +201,14 @@ def test_memtune_reserves_no_more_than_any_caching_preset(trace_results, name):
     "lora-finetune.jsonl.gz": "fifth set: 1.058", "fpn-detect-train.jsonl.gz": "fifth set: 1.061",
     "distill-train.jsonl.gz": f"sixth set: 1.124; {DISTILL}", "txl-train.jsonl.gz": "sixth set: 1.056",
     **{n: f"seventh set: {r}" for n, r in (
-        ("mae-pretrain.jsonl.gz", "1.057 (a growth chunk mapped with the request that sets the live peak)"),
         ("nerf-train.jsonl.gz", "1.116"), ("transducer-train.jsonl.gz", "1.052 (lengths change every step)"),
-        ("beam-decode.jsonl.gz", "1.203 (prompt lengths change from request to request)"),
-        ("flat-adam-train.jsonl.gz", "1.055 (a growth chunk mapped with the request that sets the live peak)"))},
+        ("beam-decode.jsonl.gz", "1.203 (prompt lengths change from request to request)"))},
     **{n: f"eighth set: {r}" for n, r in (
         ("conformer-train.jsonl.gz", f"1.0502; {CONFORMER}"), ("ppo-train.jsonl.gz", "1.063 (episode lengths change every step)"),
         ("speculative-decode.jsonl.gz", f"1.057; {SPECULATIVE}"))},
     **{n: f"ninth set: {r}" for n, r in (
         ("video-r2plus1d-train.jsonl.gz", f"1.208; {VIDEO}"), ("vqvae-train.jsonl.gz", "1.106"),
-        ("neural-ode-train.jsonl.gz", "1.0515"), ("pixelcnn-train.jsonl.gz", "1.094"),
+        ("pixelcnn-train.jsonl.gz", "1.094"),
         ("transe-train.jsonl.gz", "1.087"))},
     **{n: f"tenth set: {r}" for n, r in (
         ("wgan-gp-train.jsonl.gz", "1.089"), ("textcnn-bucket-train.jsonl.gz", "1.083 (bucket lengths change every step)"))},
@@ -308,7 +313,6 @@ CALLS_KNOWN_MISSES = {"lifetimes-pangu-2.6b.csv"}
 
 @pytest.mark.parametrize("name", traces({
     **{n: "device calls vs memory trade-off on PanGu" for n in CALLS_KNOWN_MISSES},
-    "mlp-train.jsonl.gz": f"{SMALL}; memtune 14 device calls, pytorch-cuda 4",
     "vgg-train.jsonl.gz": "memtune 52 device calls, pytorch-cuda 19",
     "encoder-serve.jsonl.gz": f"{SERVING} (117 calls, pytorch-cuda 19)", "unet-train.jsonl.gz": UNET,
     "vae-train.jsonl.gz": f"third set: 91 calls, pytorch-cuda 9; {CHURN}",
@@ -317,7 +321,6 @@ CALLS_KNOWN_MISSES = {"lifetimes-pangu-2.6b.csv"}
     "wavenet-train.jsonl.gz": "fourth set: 63 calls, pytorch-cuda 12",
     "gnn-train.jsonl.gz": "fourth set: 44 calls, pytorch-cuda 14 (graph sizes change every step)",
     "checkpoint-train.jsonl.gz": f"fourth set: 193 calls, pytorch-cuda 13; {CHECKPOINT}",
-    "lora-finetune.jsonl.gz": "fifth set: 63 calls, pytorch-cuda 29",
     "simclr-train.jsonl.gz": "fifth set: 73 calls, pytorch-cuda 16",
     "fpn-detect-train.jsonl.gz": "fifth set: 114 calls, pytorch-cuda 34",
     "distill-train.jsonl.gz": f"sixth set: 45 calls, pytorch-cuda 8; {DISTILL}",
@@ -366,10 +369,7 @@ CALLS_KNOWN_MISSES = {"lifetimes-pangu-2.6b.csv"}
                                       "steps' blocks land in other holes and the pages follow them)"),
         ("bayes-mc-train.jsonl.gz", "136 calls, pytorch-cuda 30 (128 by the live peak in the second step: the climb "
                                     "maps the 3.6-11 MiB weight-sized temporaries a chunk at a time and moves pages "
-                                    "between their holes, 38 unmaps)"),
-        ("sinkhorn-ot-train.jsonl.gz", "48 calls, pytorch-cuda 16 (all maps, no unmap: the first step's climb to 160 "
-                                       "MiB of cost-matrix-sized temporaries maps 2-8 MiB at a time, the growth chunk "
-                                       "being 1/16 of the live peak so far)"))}}))
+                                    "between their holes, 38 unmaps)"))}}))
 def test_memtune_device_calls_at_most_twice_pytorch_cuda(trace_results, name):
     bad = []
     for device, _lb, per in trace_results(name):

@@ -18,10 +18,13 @@ and back exactly the pages live blocks touch.
   layout settles;
 * pages (``page`` bytes, 2 MiB as on CUDA) are **mapped on demand**; a
   region's top grows by at least a chunk (``growth`` x peak live bytes, at
-  most ``growth_max``; past the live peak, only within the highest reserved so
-  far) so a burst of small allocations costs one device call,
-  and a request landing in a hole whose pages were unmapped maps more of the
-  hole while reserved stays under its highest so far (no new peak, fewer calls);
+  least ``growth_min`` and at most ``growth_max``; past the live peak, only
+  within the highest reserved so far) so a burst of small allocations costs
+  one device call (the floor: early in a run the live peak so far is a small
+  part of what the run needs, and a climb in chunks of 1/16 of it would cost a
+  call every few requests), and a request landing in a hole whose pages were
+  unmapped maps more of the hole while reserved stays under its highest so far
+  (no new peak, fewer calls);
 * freed pages stay mapped (reusing them costs nothing). Free pages are
   unmapped only when a mapping would push reserved memory past both the highest
   reserved so far and ``(1 + slack) x`` the highest live bytes seen, and then
@@ -30,7 +33,8 @@ and back exactly the pages live blocks touch.
   the request sets no new peak -- a repeating step uses them again -- so they
   go last;
 * every such unmap counts against a **device-call budget** of ``trim_budget``
-  x the maps made for requests (net of unmaps) + ``trim_base``, so device calls
+  x the maps made for requests (net of unmaps; with those the floor saved) +
+  ``trim_base``, so device calls
   stay within a small factor of an allocator that never gives memory back. An
   unmap below the live peak only moves pages to where a request needs them;
   moves also count against ``trim_budget`` x the pages by which reserved memory
@@ -91,6 +95,12 @@ class ArenaSpec:
     growth: float = 1 / 16
     #: ... but by at most this many bytes
     growth_max: int = 20 * MiB
+    #: ... and by at least this many (at most ``growth_max``): early in a run the live
+    #: peak so far is a small part of what the run will need, and a chunk of 1/16 of it
+    #: would cost a device call every few requests on the way up. Past a live peak of
+    #: ``growth_min / growth`` the floor changes nothing. None here (a floor in bytes
+    #: suits one page size); the ``memtune`` preset sets ``MEMTUNE_GROWTH_MIN``, 6 MiB
+    growth_min: int = 0
     #: unmaps made to stay under the slack are limited to this multiple of the maps that
     #: grew a region (+ ``trim_base``), bounding the device calls churn can cost
     trim_budget: float = 1.0
@@ -135,6 +145,7 @@ class ArenaSpec:
         need(0.0 <= self.slack, f"slack must be >= 0; got {self.slack}")
         need(0.0 <= self.growth <= 1.0, f"growth must be in [0, 1]; got {self.growth}")
         need(self.growth_max >= 0, f"growth_max must be >= 0; got {self.growth_max}")
+        need(self.growth_min >= 0, f"growth_min must be >= 0; got {self.growth_min}")
         need(0.0 <= self.tiny_share <= 1.0, f"tiny_share must be in [0, 1]; got {self.tiny_share}")
         need(self.tiny_allocs >= 0, f"tiny_allocs must be >= 0; got {self.tiny_allocs}")
         need(0.0 <= self.trim_large, f"trim_large must be >= 0; got {self.trim_large}")
@@ -467,7 +478,7 @@ class ArenaAllocator(AllocatorBase):
         self._peak_clock = 0     # clock when live bytes last reached a new peak
         self._high_water = 0     # highest reserved so far (not reset by reset_peak_stats)
         self._clock = 0  # counts mallocs and frees: the age of free pages
-        self._maps = 0         # map calls made for requests (not undone)
+        self._maps = 0         # map calls made for requests (not undone), and those growth_min saved
         self._trims = 0        # unmaps made to stay under the slack target
         # below the live peak an unmap only moves pages to where a request needs them:
         # such moves are counted against the pages by which maps for requests raised
@@ -592,8 +603,10 @@ class ArenaAllocator(AllocatorBase):
             self._trim(self._reserved + x - self._peak_live, exclude=(region, lo, hi),
                        new_peak=self._live_bytes + size > self._peak_live)
         a, b = need[-1]
+        saved = 0
         if b == hi:
-            chunk = min(self.spec.growth_max, int(self._peak_live * self.spec.growth))
+            chunk0 = min(self.spec.growth_max, int(self._peak_live * self.spec.growth))
+            chunk = min(self.spec.growth_max, max(self.spec.growth_min, chunk0))
             # growing within the highest reserved so far (and the slack) sets no new peak
             room = max(0, min(target, self._high_water) - (self._reserved + x))
             if at_top:
@@ -606,6 +619,10 @@ class ArenaAllocator(AllocatorBase):
                 if self._live_bytes + size <= self._peak_live:
                     ext = min(ext, room)
                 b2 = min(b + ext // page * page, region.next_mapped_start(b), region.end)
+                if chunk > chunk0 and b2 > b:
+                    # the floor raised the chunk: growth without it (the request's pages or
+                    # chunk0, whichever is more, a call at a time) would map this in more calls
+                    saved = max(0, -(-(b2 - a) // max(page, chunk0, x)) - 1)
             else:
                 # a request in a hole whose pages were unmapped: map more of the hole
                 # within the room, so the next requests there cost no device call
@@ -642,7 +659,10 @@ class ArenaAllocator(AllocatorBase):
                     return False
             self._mapped(region, a, b)
             done.append((a, b))
-        self._maps += len(done)
+        # the budget of unmaps counts the maps the floor saved, too: it bounds the calls
+        # churn may cost against growth in chunks of ``chunk0``, and a floor meant to
+        # save calls on the climb would otherwise also cut the unmaps allowed later
+        self._maps += len(done) + saved
         if self._reserved > high:
             self._raised_pages += (self._reserved - high) // page
         return True

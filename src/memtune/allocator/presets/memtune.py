@@ -30,6 +30,8 @@ SETTINGS = (
             aliases=("MEMTUNE_GROWTH",)),
     Setting("growth_max", "MEMTUNE_GROWTH_MAX", "Upper bound of the extra bytes mapped when a region grows.",
             aliases=("MEMTUNE_GROWTH_MAX",)),
+    Setting("growth_min", "MEMTUNE_GROWTH_MIN", "Lower bound of the bytes mapped when a region grows (at most "
+            "growth_max).", aliases=("MEMTUNE_GROWTH_MIN",)),
     Setting("small_size", "MEMTUNE_SMALL_SIZE", "Requests up to this size get their own region (0 = one region).",
             aliases=("MEMTUNE_SMALL_SIZE",)),
     Setting("fit", "MEMTUNE_FIT", "Which free hole a request takes: best (the smallest that fits) or first "
@@ -66,6 +68,14 @@ def env_plan_settings() -> dict[str, Any]:
     return {s.name: config.get(s.config_key) for s in PLAN_SETTINGS if s.config_key}
 
 
+def _was_set(name: str) -> bool:
+    """Whether variable ``name`` has a value other than its declared default (environment,
+    memtune.config or a scoped override)."""
+    from memtune import config
+
+    return config.explain(name).source != "default"
+
+
 def _limit(value: Any, capacity: int) -> int | None:
     if value is None:
         return None
@@ -81,7 +91,7 @@ def build(settings: dict[str, Any], capacity: int, explicit: frozenset[str], nam
                           "e.g. 2MiB", variable="MEMTUNE_PAGE_SIZE")
     small = int(settings["small_size"]) or None
     limit = _limit(settings.get("high_watermark"), capacity)
-    resolved = {k: settings[k] for k in ("page_size", "slack", "growth", "growth_max", "small_size", "fit",
+    resolved = {k: settings[k] for k in ("page_size", "slack", "growth", "growth_max", "growth_min", "small_size", "fit",
                                          "first_fit_after", "trim_budget")}
     resolved["high_watermark"] = limit or 0
     return ArenaSpec(
@@ -91,6 +101,7 @@ def build(settings: dict[str, Any], capacity: int, explicit: frozenset[str], nam
         slack=float(settings["slack"]),
         growth=float(settings["growth"]),
         growth_max=int(settings["growth_max"]),
+        growth_min=int(settings["growth_min"]),
         trim_budget=float(settings["trim_budget"]),
         fit=str(settings["fit"]),
         first_fit_after=int(settings["first_fit_after"]),
@@ -108,7 +119,10 @@ def build_plan(settings: dict[str, Any], capacity: int, explicit: frozenset[str]
                           "MEMTUNE_PLAN_MAX_PERIOD)", variable="MEMTUNE_PLAN_MIN_PERIOD")
     # the online steps map smaller growth chunks (plan_growth) unless growth itself was given
     growth = settings["growth"] if "growth" in explicit and "plan_growth" not in explicit else settings["plan_growth"]
-    online = build(dict(settings, growth=growth), capacity, explicit, name="memtune-plan")
+    # ... and no floor under them unless one was set (plan mode aims at 2 % of a peak
+    # that a floor of a few MiB would overshoot on a small workload)
+    floor = settings["growth_min"] if "growth_min" in explicit or _was_set("MEMTUNE_GROWTH_MIN") else 0
+    online = build(dict(settings, growth=growth, growth_min=floor), capacity, explicit, name="memtune-plan")
     resolved = dict(online.settings, plan_growth=growth, min_period=lo, max_period=hi)
     run_plan = None
     path = settings.get("plan_file")

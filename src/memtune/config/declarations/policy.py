@@ -67,6 +67,22 @@ declare(
 
 declare(
     Variable(
+        name="MEMTUNE_GROWTH_MIN",
+        type=Bytes(),
+        default=6 * 1024 * 1024,
+        doc="Lower bound of the bytes mapped at once when a region grows (at most MEMTUNE_GROWTH_MAX). Early in "
+        "a run the peak live bytes so far are a small part of what the run needs, and a share of them "
+        "(MEMTUNE_GROWTH) would cost a device call every few requests on the way up; past a live peak of "
+        "MEMTUNE_GROWTH_MIN / MEMTUNE_GROWTH (96 MiB by default) the floor changes nothing. Plan mode "
+        "(memtune-plan) maps no floor for the steps it serves online unless this variable (or its setting "
+        "growth_min) is set: it aims at 2 % of the live peak, which a floor would overshoot on a small workload.",
+        group=GROUP,
+        reference=REFERENCE,
+    )
+)
+
+declare(
+    Variable(
         name="MEMTUNE_SMALL_SIZE",
         type=Bytes(),
         default=0,
