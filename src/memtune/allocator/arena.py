@@ -98,8 +98,8 @@ class ArenaSpec:
     #: ... and by at least this many (at most ``growth_max``): early in a run the live
     #: peak so far is a small part of what the run will need, and a chunk of 1/16 of it
     #: would cost a device call every few requests on the way up. Past a live peak of
-    #: ``growth_min / growth`` the floor changes nothing. None here (a floor in bytes
-    #: suits one page size); the ``memtune`` preset sets ``MEMTUNE_GROWTH_MIN``, 6 MiB
+    #: ``growth_min / growth`` the floor changes nothing. 0 (no floor) here, as a floor
+    #: in bytes suits one page size; the ``memtune`` preset sets ``MEMTUNE_GROWTH_MIN``, 6 MiB
     growth_min: int = 0
     #: unmaps made to stay under the slack are limited to this multiple of the maps that
     #: grew a region (+ ``trim_base``), bounding the device calls churn can cost
@@ -662,6 +662,8 @@ class ArenaAllocator(AllocatorBase):
         # the budget of unmaps counts the maps the floor saved, too: it bounds the calls
         # churn may cost against growth in chunks of ``chunk0``, and a floor meant to
         # save calls on the climb would otherwise also cut the unmaps allowed later
+        if done[-1][1] <= hi:
+            saved = 0  # the growth chunk was dropped (a hard limit, or the device was full)
         self._maps += len(done) + saved
         if self._reserved > high:
             self._raised_pages += (self._reserved - high) // page
