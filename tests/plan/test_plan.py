@@ -566,6 +566,14 @@ def test_growth_min_reaches_memtune_and_reaches_plan_mode_only_when_set(monkeypa
     monkeypatch.setenv("MEMTUNE_GROWTH_MIN", "-1")
     with pytest.raises(ConfigError, match="MEMTUNE_GROWTH_MIN"):
         floors()
+    # a floor above growth_max would never apply: named when set, capped when only the default
+    monkeypatch.setenv("MEMTUNE_GROWTH_MIN", "32MiB")
+    with pytest.raises(ConfigError, match=r"growth_min \(MEMTUNE_GROWTH_MIN\) = 33554432 exceeds growth_max"):
+        floors()
+    monkeypatch.delenv("MEMTUNE_GROWTH_MIN")
+    with pytest.raises(ConfigError, match="exceeds growth_max"):
+        floors(growth_min="8MiB", growth_max="4MiB")
+    assert floors(growth_max="4MiB") == (6 << 20, 0)
     with pytest.raises(ValueError, match="growth_min"):
         ArenaSpec(growth_min=-1)
 

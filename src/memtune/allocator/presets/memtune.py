@@ -91,8 +91,16 @@ def build(settings: dict[str, Any], capacity: int, explicit: frozenset[str], nam
                           "e.g. 2MiB", variable="MEMTUNE_PAGE_SIZE")
     small = int(settings["small_size"]) or None
     limit = _limit(settings.get("high_watermark"), capacity)
-    resolved = {k: settings[k] for k in ("page_size", "slack", "growth", "growth_max", "growth_min", "small_size", "fit",
-                                         "first_fit_after", "trim_budget")}
+    floor, ceiling = int(settings["growth_min"]), int(settings["growth_max"])
+    if floor > ceiling and ("growth_min" in explicit or _was_set("MEMTUNE_GROWTH_MIN")):
+        # (a default floor above a lowered growth_max is capped, as documented; a floor
+        # someone set that could never apply is a mistake worth naming)
+        raise ConfigError(f"growth_min (MEMTUNE_GROWTH_MIN) = {floor} exceeds growth_max (MEMTUNE_GROWTH_MAX) = "
+                          f"{ceiling}: a region grows by at most growth_max, so this floor would never apply; "
+                          "expected growth_min <= growth_max (raise MEMTUNE_GROWTH_MAX too)",
+                          variable="MEMTUNE_GROWTH_MIN")
+    resolved = {k: settings[k] for k in ("page_size", "slack", "growth", "growth_max", "growth_min", "small_size",
+                                         "fit", "first_fit_after", "trim_budget")}
     resolved["high_watermark"] = limit or 0
     return ArenaSpec(
         name=name,
@@ -100,8 +108,8 @@ def build(settings: dict[str, Any], capacity: int, explicit: frozenset[str], nam
         small_size=small,
         slack=float(settings["slack"]),
         growth=float(settings["growth"]),
-        growth_max=int(settings["growth_max"]),
-        growth_min=int(settings["growth_min"]),
+        growth_max=ceiling,
+        growth_min=floor,
         trim_budget=float(settings["trim_budget"]),
         fit=str(settings["fit"]),
         first_fit_after=int(settings["first_fit_after"]),

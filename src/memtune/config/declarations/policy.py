@@ -70,7 +70,8 @@ declare(
         name="MEMTUNE_GROWTH_MIN",
         type=Bytes(),
         default=6 * 1024 * 1024,
-        doc="Lower bound of the bytes mapped at once when a region grows (at most MEMTUNE_GROWTH_MAX). Early in "
+        doc="Lower bound of the bytes mapped at once when a region grows (the default is capped at a lower "
+        "MEMTUNE_GROWTH_MAX; a value set above it is an error, as it could never apply). Early in "
         "a run the peak live bytes so far are a small part of what the run needs, and a share of them "
         "(MEMTUNE_GROWTH) would cost a device call every few requests on the way up; past a live peak of "
         "MEMTUNE_GROWTH_MIN / MEMTUNE_GROWTH (96 MiB by default) the floor changes nothing. Plan mode "
