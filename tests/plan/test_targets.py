@@ -169,7 +169,7 @@ def _comparable(per: dict[str, dict]) -> list[str]:
     "word2vec-sparse-train.jsonl.gz": f"twelfth set: memtune 1.0197 x the bound, cupy 1.0128; {WORD2VEC}",
     "act-ponder-train.jsonl.gz": "thirteenth set: memtune 1.0418 x the bound, cupy 1.0204, pytorch-cuda 1.0263",
     "gan-train.jsonl.gz": f"third set, since {GROWTH_MIN}: memtune 1.143 x the bound (1.111 before), cupy and "
-                          "megengine 1.116 (a 63 MiB workload; its layout changed with the floor)",
+                          "megengine 1.116 (a 63 MiB workload: under the 96 MiB past which the floor changes nothing)",
     "stochastic-depth-train.jsonl.gz": "thirteenth set: memtune 1.0499 x the bound, pytorch-cuda 1.0445 (the blocks "
                                        "run change every step)",
     "snn-bptt-train.jsonl.gz": "seventeenth set: memtune 1.0675 x the bound, cupy and megengine 1.0477, mxnet-naive "
