@@ -170,6 +170,49 @@ def test_a_growth_floor_maps_the_first_climb_in_fewer_calls_and_keeps_the_unmap_
     assert peak(floor) <= peak(none) + 8 * PAGE
 
 
+def test_a_later_climb_maps_chunks_of_what_it_adds_not_of_the_whole_peak():
+    """A step that rises past the live peak set long before (more than climb_pause
+    mallocs and frees ago) starts a new climb: its chunks are a share of the live bytes
+    it added, not of the whole peak, so less is left mapped above the top when the new
+    peak is reached. With climb_pause=0 every chunk is a share of the whole peak. (What
+    is left depends on where the last chunk ends, so later climbs of 16 to 47 pages.)"""
+    def over(climb_pause: int, pages: int) -> int:
+        """Pages reserved above the live peak, at the peak of a later climb of ``pages``."""
+        a, dev = make(page=PAGE, growth=1 / 4, growth_max=1 << 30, slack=0.0, climb_pause=climb_pause)
+        held = [a.malloc(PAGE) for _ in range(64)]  # the first climb: 64 pages live
+        a.free(held.pop())
+        for _ in range(100):  # a pause: churn below the live peak
+            a.free(a.malloc(PAGE // 2))
+        for _ in range(pages + 1):  # a later step, a page at a time
+            held.append(a.malloc(PAGE))
+        stats = a.memory_stats()
+        assert stats["allocated_bytes.all.peak"] == (64 + pages) * PAGE
+        return (stats["reserved_bytes.all.peak"] - stats["allocated_bytes.all.peak"]) // PAGE
+
+    climbs = [over(100, n) for n in range(16, 48)]
+    whole = [over(0, n) for n in range(16, 48)]
+    assert all(c <= n // 4 + 1 for c, n in zip(climbs, range(16, 48))), climbs
+    assert 2 * sum(climbs) < sum(whole), (climbs, whole)
+
+
+def test_below_the_live_peak_pages_move_only_past_the_move_slack():
+    """A request below the live peak that fits no mapped hole maps new pages at the top.
+    Within 1 + move_slack x the live peak it keeps the free pages elsewhere mapped (a
+    repeating step would use them again); with move_slack=0 (and slack 0) it moves them:
+    unmaps free pages to stay at the live peak."""
+    def run(move_slack: float) -> tuple[int, int]:
+        a, dev = make(page=PAGE, growth=0.0, growth_max=0, slack=0.0, move_slack=move_slack)
+        held = [a.malloc(n * PAGE) for n in (2, 1, 2, 1, 94)]  # 100 pages live
+        a.free(held[0])
+        a.free(held[2])  # two mapped holes of 2 pages; 96 pages live
+        a.malloc(3 * PAGE)  # fits neither: 3 new pages at the top, 99 live
+        return a.reserved_bytes, dev.counters.unmaps
+
+    assert run(0.04) == (103 * PAGE, 0)
+    reserved, unmaps = run(0.0)
+    assert unmaps >= 1 and reserved <= 101 * PAGE, (reserved, unmaps)
+
+
 def test_past_the_live_peak_the_top_grows_by_the_request_only():
     """A step whose request lands at the top below the live peak (no hole fits it)
     maps the pages it needs and no growth chunk past the highest reserved so far:

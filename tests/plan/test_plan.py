@@ -578,6 +578,33 @@ def test_growth_min_reaches_memtune_and_reaches_plan_mode_only_when_set(monkeypa
         ArenaSpec(growth_min=-1)
 
 
+def test_move_slack_reaches_memtune_and_reaches_plan_mode_only_when_set(monkeypatch):
+    """memtune lets reserved reach 1 + MEMTUNE_MOVE_SLACK (4 %) x the live peak before it
+    moves pages below the peak; plan mode's online steps keep their 2 % unless the
+    variable or the setting is given, and keep their chunks of the whole live peak and
+    the whole moves budget. A bad value names the variable."""
+    import memtune
+    from memtune.errors import ConfigError
+
+    def specs(**settings) -> tuple[ArenaSpec, ArenaSpec]:
+        with memtune.allocator("memtune", device=SimulatedDevice(1 << 30), **settings) as a, \
+                memtune.allocator("memtune-plan", device=SimulatedDevice(1 << 30), **settings) as b:
+            return a.spec, b.online.spec
+
+    on, plan = specs()
+    assert (on.move_slack, plan.move_slack) == (0.04, 0.0)
+    assert (on.climb_pause, on.move_budget, plan.climb_pause, plan.move_budget) == (100, 0.5, 0, 1.0)
+    assert [s.move_slack for s in specs(move_slack=0.1)] == [0.1, 0.1]
+    monkeypatch.setenv("MEMTUNE_MOVE_SLACK", "0.03")
+    assert [s.move_slack for s in specs()] == [0.03, 0.03]
+    monkeypatch.setenv("MEMTUNE_MOVE_SLACK", "lots")
+    with pytest.raises(ConfigError, match="MEMTUNE_MOVE_SLACK"):
+        specs()
+    for field in ("move_slack", "climb_pause", "move_budget"):
+        with pytest.raises(ValueError, match=field):
+            ArenaSpec(**{field: -1})
+
+
 def _layers_then_varying_backward(steps: int, layers: int) -> list[Event]:
     """A model's forward: ``layers`` identical layers (an activation kept, a workspace
     freed in the next layer); a backward whose sizes change every step, so the only

@@ -22,12 +22,18 @@ and back exactly the pages live blocks touch.
   within the highest reserved so far) so a burst of small allocations costs
   one device call (the floor: early in a run the live peak so far is a small
   part of what the run needs, and a climb in chunks of 1/16 of it would cost a
-  call every few requests), and a request landing in a hole whose pages were
+  call every few requests). Peak live bytes count from where the current
+  **climb** began (a rise after ``climb_pause`` mallocs and frees without one
+  starts a new climb): a later step rising a little past an earlier peak would
+  otherwise map 1/16 of the whole peak, left unused above the top at the new
+  peak. A request landing in a hole whose pages were
   unmapped maps more of the hole while reserved stays under its highest so far
   (no new peak, fewer calls);
 * freed pages stay mapped (reusing them costs nothing). Free pages are
   unmapped only when a mapping would push reserved memory past both the highest
-  reserved so far and ``(1 + slack) x`` the highest live bytes seen, and then
+  reserved so far and ``(1 + slack) x`` the highest live bytes seen (``move_slack``
+  for a request that sets no new live peak: a repeating step whose layout needs a
+  little more room would otherwise move pages every step), and then
   down to the live peak (**lazy unmapping with hysteresis**): cold pages first,
   largest runs first. Pages freed since live bytes last peaked are *hot* when
   the request sets no new peak -- a repeating step uses them again -- so they
@@ -37,7 +43,7 @@ and back exactly the pages live blocks touch.
   ``trim_base``, so device calls
   stay within a small factor of an allocator that never gives memory back. An
   unmap below the live peak only moves pages to where a request needs them;
-  moves also count against ``trim_budget`` x the pages by which reserved memory
+  moves also count against ``move_budget`` x ``trim_budget`` x the pages by which reserved memory
   rose to a new high: each page of the footprint moves about once, so a
   repeating workload's moves stop and its device calls no longer grow with the
   run. Past the budget the region grows, unless one unmap gives back at least
@@ -91,6 +97,10 @@ class ArenaSpec:
     small_size: int | None = None
     #: reserved may exceed the peak of live bytes by this fraction before free pages are unmapped
     slack: float = 0.02
+    #: ... and below the live peak, by this fraction before free pages are unmapped to
+    #: make room (a move): a repeating step whose layout needs a little more than
+    #: ``slack`` would otherwise move pages every step (an effective floor of ``slack``)
+    move_slack: float = 0.04
     #: a region's top grows by this fraction of the peak live bytes beyond the request ...
     growth: float = 1 / 16
     #: ... but by at most this many bytes
@@ -101,10 +111,20 @@ class ArenaSpec:
     #: ``growth_min / growth`` the floor changes nothing. 0 (no floor) here, as a floor
     #: in bytes suits one page size; the ``memtune`` preset sets ``MEMTUNE_GROWTH_MIN``, 6 MiB
     growth_min: int = 0
+    #: a rise of the live peak after this many mallocs and frees without one starts a new
+    #: climb, and the chunk is ``growth`` x the live bytes added since that climb began,
+    #: not x the whole live peak: a later step that rises a little past an earlier peak
+    #: would otherwise map 1/16 of the peak, left unused when the new peak is reached
+    #: (0 = every chunk is ``growth`` x the live peak)
+    climb_pause: int = 100
     #: unmaps made to stay under the slack are limited to this multiple of the maps that
     #: grew a region (+ ``trim_base``), bounding the device calls churn can cost
     trim_budget: float = 1.0
     trim_base: int = 4
+    #: moves (unmaps below the live peak) are limited to this many x ``trim_budget`` per page
+    #: by which reserved memory rose to a new high: each page of the footprint moves about
+    #: once at most, so a repeating step's moves stop
+    move_budget: float = 0.5
     #: ... except that past the budget, one unmap that gives back at least this share of
     #: the live peak is still made (0 = never): a workload whose shapes change (a
     #: server) would otherwise grow by whole large blocks once churn spent the budget.
@@ -146,6 +166,9 @@ class ArenaSpec:
         need(0.0 <= self.growth <= 1.0, f"growth must be in [0, 1]; got {self.growth}")
         need(self.growth_max >= 0, f"growth_max must be >= 0; got {self.growth_max}")
         need(self.growth_min >= 0, f"growth_min must be >= 0; got {self.growth_min}")
+        need(self.climb_pause >= 0, f"climb_pause must be >= 0; got {self.climb_pause}")
+        need(0.0 <= self.move_slack, f"move_slack must be >= 0; got {self.move_slack}")
+        need(0.0 <= self.move_budget, f"move_budget must be >= 0; got {self.move_budget}")
         need(0.0 <= self.tiny_share <= 1.0, f"tiny_share must be in [0, 1]; got {self.tiny_share}")
         need(self.tiny_allocs >= 0, f"tiny_allocs must be >= 0; got {self.tiny_allocs}")
         need(0.0 <= self.trim_large, f"trim_large must be >= 0; got {self.trim_large}")
@@ -476,6 +499,7 @@ class ArenaAllocator(AllocatorBase):
         self._live_bytes = 0
         self._peak_live = 0
         self._peak_clock = 0     # clock when live bytes last reached a new peak
+        self._climb_base = 0     # the live peak when the current climb began (see climb_pause)
         self._high_water = 0     # highest reserved so far (not reset by reset_peak_stats)
         self._clock = 0  # counts mallocs and frees: the age of free pages
         self._maps = 0         # map calls made for requests (not undone), and those growth_min saved
@@ -543,6 +567,7 @@ class ArenaAllocator(AllocatorBase):
         live = self._live_bytes + size
         self._live_bytes = live
         if live > self._peak_live:
+            self._climb_base = self._climb_from()
             self._peak_live = live
             self._peak_clock = self._clock
         self.stats.on_alloc(pool, size, orig)
@@ -589,24 +614,44 @@ class ArenaAllocator(AllocatorBase):
         """Reserved bytes allowed before free pages are unmapped to make room."""
         return int(self._peak_live * (1.0 + self.spec.slack))
 
+    def _climb_from(self) -> int:
+        """The live peak the climb of a request that raises it counts from: the peak so
+        far when it last rose more than ``climb_pause`` mallocs and frees ago (a new
+        climb), else where the current climb began."""
+        pause = self.spec.climb_pause
+        if pause and self._clock - self._peak_clock > pause:
+            return self._peak_live
+        return self._climb_base
+
+    def restart_peak(self) -> None:
+        """Count the live peak from the live bytes now (plan mode, when a plan takes over
+        what the online policy served): its slack, chunks and climbs start anew."""
+        self._peak_live = self._live_bytes
+        self._climb_base = 0
+
     def _map_runs(self, region: _Region, need: list[tuple[int, int]], at_top: bool, lo: int, hi: int,
                   attempt: int, size: int, hole_end: int = 0) -> bool:
         page = self._page
         x = sum(b - a for a, b in need)
         # live bytes after this request (approximately: the request is at most hi - lo)
-        target = max(self._target(), int((self._live_bytes + (hi - lo)) * (1.0 + self.spec.slack)))
+        spec = self.spec
+        new_peak = self._live_bytes + size > self._peak_live
+        target = max(self._target(), int((self._live_bytes + (hi - lo)) * (1.0 + spec.slack)))
+        if not new_peak:  # (a move: see move_slack)
+            target = max(target, int(self._peak_live * (1.0 + spec.move_slack)))
         # growing up to the highest reserved so far costs nothing in peak terms;
         # past it (and past the slack), unmap free pages first
         if self._reserved + x > max(target, self._high_water):
             # hysteresis: unmap down to the live peak, so one device call buys room
             # for many later requests
-            self._trim(self._reserved + x - self._peak_live, exclude=(region, lo, hi),
-                       new_peak=self._live_bytes + size > self._peak_live)
+            self._trim(self._reserved + x - self._peak_live, exclude=(region, lo, hi), new_peak=new_peak)
         a, b = need[-1]
         saved = 0
         if b == hi:
-            chunk0 = min(self.spec.growth_max, int(self._peak_live * self.spec.growth))
-            chunk = min(self.spec.growth_max, max(self.spec.growth_min, chunk0))
+            # a share of the live bytes this climb added (all of them on the first climb)
+            climbed = self._peak_live - (self._climb_from() if new_peak else self._climb_base)
+            chunk0 = min(spec.growth_max, int(max(0, climbed) * spec.growth))
+            chunk = min(spec.growth_max, max(spec.growth_min, chunk0))
             # growing within the highest reserved so far (and the slack) sets no new peak
             room = max(0, min(target, self._high_water) - (self._reserved + x))
             if at_top:
@@ -616,7 +661,7 @@ class ArenaAllocator(AllocatorBase):
                 # room: a repeating step would map pages above what it uses, unmap them
                 # for its next request elsewhere, and map them again a step later
                 ext = max(0, chunk - x)
-                if self._live_bytes + size <= self._peak_live:
+                if not new_peak:
                     ext = min(ext, room)
                 b2 = min(b + ext // page * page, region.next_mapped_start(b), region.end)
                 if chunk > chunk0 and b2 > b:
@@ -713,7 +758,7 @@ class ArenaAllocator(AllocatorBase):
         made here counts against a budget of ``trim_budget`` x the maps that grew a
         region (+ ``trim_base``), which bounds the device calls churn can cost.
         Below the live peak (``new_peak`` False) an unmap only moves pages to where a
-        request needs them, and moves also count against ``trim_budget`` x the pages
+        request needs them, and moves also count against ``move_budget`` x ``trim_budget`` x the pages
         by which maps raised reserved memory to a new high (+ ``trim_base``): each
         page of the footprint is moved about once, so a repeating workload's moves
         stop and its device calls do not grow with the length of the run. (Maps net
@@ -729,7 +774,8 @@ class ArenaAllocator(AllocatorBase):
             # here costs at most about one map later)
             allowed = spec.trim_budget * max(0, self._maps - self._trims) + spec.trim_base - self._trims
             if not new_peak:
-                allowed = min(allowed, spec.trim_budget * self._raised_pages + spec.trim_base - self._moves)
+                allowed = min(allowed, spec.move_budget * spec.trim_budget * self._raised_pages + spec.trim_base
+                              - self._moves)
             if allowed <= 0 and spec.trim_large and excess >= spec.trim_large * self._peak_live:
                 # one unmap that gives back a large share is worth its call; below the
                 # peak, at most once per page the footprint grew (else a step could move

@@ -664,7 +664,7 @@ class PlanAllocator:
         # cached online memory served these buffers until now: give it back first,
         # and let the online policy size its slack by what it still serves
         self.online._release_all("plan")
-        self.online._peak_live = self.online._live_bytes
+        self.online.restart_peak()
         self._sync_reserved()
         self._active = self._new_arena(plan, plan.arena, origin, signature)
 
@@ -696,7 +696,7 @@ class PlanAllocator:
         for addr, b in on._live.items():
             if b.region is region and not self._clear_of(claimed, addr, b.size):
                 kept[addr] = addr + b.size
-        on._peak_live = on._live_bytes
+        on.restart_peak()
         self._sync_reserved()
         base = region.base
         offsets = {a: addr - base for a, addr in addrs.items()}
@@ -1226,7 +1226,7 @@ class PlanAllocator:
                     # blocks from before the plan drain away: the online policy's free pages
                     # now only add to the arena, so give them back
                     on._release_all("plan")
-                    on._peak_live = on._live_bytes
+                    on.restart_peak()
                 self._sync_reserved()
             self._token(key)
             self._pos += 1

@@ -14,6 +14,7 @@ Both are declared from ``MEMTUNE_*`` variables (config/declarations/policy.py).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from memtune.allocator.arena import ArenaSpec
@@ -26,6 +27,8 @@ SETTINGS = (
             aliases=("MEMTUNE_PAGE_SIZE", "page")),
     Setting("slack", "MEMTUNE_SLACK", "Reserved may exceed the live peak by this share before pages are unmapped.",
             aliases=("MEMTUNE_SLACK",)),
+    Setting("move_slack", "MEMTUNE_MOVE_SLACK", "Below the live peak, reserved may exceed it by this share before "
+            "pages move (at least slack).", aliases=("MEMTUNE_MOVE_SLACK",)),
     Setting("growth", "MEMTUNE_GROWTH", "Extra share of the live peak mapped when a region grows.",
             aliases=("MEMTUNE_GROWTH",)),
     Setting("growth_max", "MEMTUNE_GROWTH_MAX", "Upper bound of the extra bytes mapped when a region grows.",
@@ -99,14 +102,15 @@ def build(settings: dict[str, Any], capacity: int, explicit: frozenset[str], nam
                           f"{ceiling}: a region grows by at most growth_max, so this floor would never apply; "
                           "expected growth_min <= growth_max (raise MEMTUNE_GROWTH_MAX too)",
                           variable="MEMTUNE_GROWTH_MIN")
-    resolved = {k: settings[k] for k in ("page_size", "slack", "growth", "growth_max", "growth_min", "small_size",
-                                         "fit", "first_fit_after", "trim_budget")}
+    resolved = {k: settings[k] for k in ("page_size", "slack", "move_slack", "growth", "growth_max", "growth_min",
+                                         "small_size", "fit", "first_fit_after", "trim_budget")}
     resolved["high_watermark"] = limit or 0
     return ArenaSpec(
         name=name,
         page=page,
         small_size=small,
         slack=float(settings["slack"]),
+        move_slack=float(settings["move_slack"]),
         growth=float(settings["growth"]),
         growth_max=ceiling,
         growth_min=floor,
@@ -130,7 +134,15 @@ def build_plan(settings: dict[str, Any], capacity: int, explicit: frozenset[str]
     # ... and no floor under them unless one was set (plan mode aims at 2 % of a peak
     # that a floor of a few MiB would overshoot on a small workload)
     floor = settings["growth_min"] if "growth_min" in explicit or _was_set("MEMTUNE_GROWTH_MIN") else 0
-    online = build(dict(settings, growth=growth, growth_min=floor), capacity, explicit, name="memtune-plan")
+    # ... nor a looser slack for moves (the online steps stay within its 2 %). Its chunks
+    # (1/64 of the live peak) leave little unused above the top, so they count from the
+    # whole peak, not from a climb (1/64 of a climb would cost a call every few requests);
+    # and its moves keep the whole budget (a plan, not moves, serves a long run's steps)
+    moves = settings["move_slack"] if "move_slack" in explicit or _was_set("MEMTUNE_MOVE_SLACK") else 0.0
+    online = dataclasses.replace(
+        build(dict(settings, growth=growth, growth_min=floor, move_slack=moves), capacity, explicit,
+              name="memtune-plan"),
+        climb_pause=0, move_budget=1.0)
     resolved = dict(online.settings, plan_growth=growth, min_period=lo, max_period=hi)
     run_plan = None
     path = settings.get("plan_file")

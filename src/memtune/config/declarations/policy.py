@@ -43,6 +43,22 @@ declare(
 
 declare(
     Variable(
+        name="MEMTUNE_MOVE_SLACK",
+        type=Float(min=0.0, max=1.0),
+        default=0.04,
+        doc="Below the live peak, how far reserved memory may exceed the highest live bytes seen (0.04 = 4 %) "
+        "before memtune moves pages: unmaps free pages elsewhere to map them where a request needs them. A "
+        "repeating step whose layout needs a little more room than MEMTUNE_SLACK would otherwise move pages "
+        "every step, at two device calls each. Values under MEMTUNE_SLACK act as MEMTUNE_SLACK. Plan mode "
+        "(memtune-plan) keeps MEMTUNE_SLACK for the steps it serves online unless this variable (or its "
+        "setting move_slack) is set: it aims at 2 % of the live peak.",
+        group=GROUP,
+        reference=REFERENCE,
+    )
+)
+
+declare(
+    Variable(
         name="MEMTUNE_GROWTH",
         type=Float(min=0.0, max=1.0),
         default=1 / 16,
