@@ -405,6 +405,10 @@ TWELFTH_ABOVE = {"style-transfer-lbfgs": "twelfth set: 1.0287 x the bound (the r
                  "qat-train": "twelfth set: 1.0218 x the bound, 5 pages above the page-rounded bound"}
 #: 2 MiB pages cannot hold mlp-train's 36.8 MiB within 2 %: 19 pages are 1.032 x its bound
 PAGE_FLOOR = {"mlp-train"}
+#: the twentieth set's later runs served by a plan from the first: t5-adafactor-train's recording
+#: packs at 1.0275 x its bound (Adafactor's factored statistics), raft-flow-train's at 1.0076
+TWENTIETH_ABOVE = {"t5-adafactor-train": "twentieth set: 1.0276 x the bound, 4 pages above the page-rounded bound "
+                                         "(the recording packs at 1.0275)"}
 #: the recording itself packs above 1 % of its bound (measured: the ninth set's vqvae-train
 #: 1.0147, the eleventh set's hypernet-train 1.0116); a later run is still served within 2 %
 #: (1.0147, 1.0164) and within a page of the floor
@@ -457,7 +461,7 @@ def _served(later_runs: dict, name: str):
 
 @pytest.mark.parametrize("name", with_measured_misses(FIXED_SHAPES, {
     **{n: "page granularity: the bound rounded up to 2 MiB pages is 1.032 x the bound" for n in PAGE_FLOOR},
-    **SIXTH_ABOVE, **TWELFTH_ABOVE}))
+    **SIXTH_ABOVE, **TWELFTH_ABOVE, **TWENTIETH_ABOVE}))
 def test_a_plan_from_an_earlier_run_meets_the_plan_target_on_a_later_run(later_runs, name):
     r, learned, lb = _served(later_runs, name)
     assert r.peak_reserved_bytes <= learned.peak_reserved_bytes and not r.ooms
@@ -467,7 +471,10 @@ def test_a_plan_from_an_earlier_run_meets_the_plan_target_on_a_later_run(later_r
 @pytest.mark.parametrize("name", with_measured_misses(FIXED_SHAPES, {
     **SIXTH_ABOVE, **TWELFTH_ABOVE,
     "vmap-ensemble-train": "fifteenth set: 1.0114 x the bound, 2 pages above the page-rounded bound (the recording "
-                           "packs at 1.0111)"}))
+                           "packs at 1.0111)",
+    **TWENTIETH_ABOVE,
+    "raft-flow-train": "twentieth set: 1.0128 x the bound, 2 pages above the page-rounded bound (the recording packs "
+                       "at 1.0076)"}))
 def test_a_later_run_served_by_a_plan_is_within_a_page_of_the_page_rounded_bound(later_runs, name):
     path, later, plan = later_runs[name]
     r, lb, _calls = _replay(later, "memtune-plan", plan_file=str(path))
@@ -494,7 +501,11 @@ def test_a_later_run_served_by_a_plan_is_within_a_page_of_the_page_rounded_bound
                         "mapped)",
     "sinkhorn-ot-train": "eighteenth set: 1.1089 x the bound with the plan, 1.0358 learned online (each step's point "
                          "count is drawn: the plan deviates at the later run's 54th event, and the 27 blocks it "
-                         "placed by then, 3.2 MiB of weights, keep 14 MiB of its arena's pages mapped)"}))
+                         "placed by then, 3.2 MiB of weights, keep 14 MiB of its arena's pages mapped)",
+    "tacotron2-train": "twentieth set: 1.0781 x the bound with the plan, 1.0222 learned online (text and mel lengths "
+                       "change every step)",
+    "concat-batch-serve": "twentieth set: 1.0922 x the bound with the plan, 1.0653 learned online (requests join and "
+                          "leave at drawn times)"}))
 def test_a_plan_from_a_run_with_other_shapes_costs_little(later_runs, name):
     """(speculative-decode's later run leaves its plan in the first rounds; plan mode
     then learns a round online. Taken over into an arena of its own beside the pages
@@ -626,6 +637,8 @@ BELOW_PLAN_SINCE_GROWTH_MIN = {
     "neural-ode-train": "memtune-plan 1.0192, memtune 1.0138 (1.0515 before the floor)",
     "fsdp-gather-train": "memtune-plan 1.0271, memtune 1.0181 (1.0406 before the floor)",
     "diffusion-sample": "memtune-plan 1.0782, memtune 1.0614 (1.0782 before the floor)",
+    # (measured once with the climbs and the move slack; before them memtune was at the same 1.0723)
+    "t5-adafactor-train": "twentieth set: memtune-plan 1.0835, memtune 1.0723 (its recording packs at 1.0275)",
 }
 
 
