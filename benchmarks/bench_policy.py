@@ -52,6 +52,17 @@ HELDOUT_RUNS = _heldout_runs()
 #: the held-out traces in the tables' row order: by path (benchmarks/heldout, then the demo set)
 HELDOUT_PATHS = tuple(sorted(r.path for r in HELDOUT_RUNS))
 QUICK_HELDOUT = ("mlp-train.jsonl.gz",)
+
+
+def heldout_sets() -> dict[str, list[str]]:
+    """The held-out sets in the manifest's order, each with its workloads' names (not the demo set)."""
+    out: dict[str, list[str]] = {}
+    for r in HELDOUT_RUNS:
+        if r.set != "demo":
+            out.setdefault(r.set, []).append(r.name)
+    return out
+
+
 #: Second runs of the held-out and demo programs (twice the steps, other data; in
 #: benchmarks/heldout/rerun), each with its first run, by name: a plan made from the first run
 #: is replayed against the second.
@@ -429,77 +440,18 @@ def render(rows: list[Row], pols: list[str], command: str, seconds: float, heldo
         lines += ["", "## Held-out traces", "",
                   "The issue asks for the same targets on traces memtune was not tuned on. These are real PyTorch",
                   "CPU runs captured with memtune's own recorder by `scripts/capture_demo_traces.py`: the demo set",
-                  f"bundled in `src/memtune/data/traces` and {len({r.set for r in HELDOUT_RUNS} - {'demo'})} "
-                  "held-out sets in `benchmarks/heldout`",
-                  "(`--heldout`). The first (gru-lm, vgg, vit) was captured after memtune's settings were fixed;",
-                  "the second (resnet, lstm-varlen, unet, gpt-accum, encoder-serve: other model families, batch",
-                  "shapes that change every step, gradient accumulation, inference) after the first set's results",
-                  "were reported; each was measured once as it came. Later changes were measured on them too, and",
-                  "two rules of the online policy were found looking at them (the top's growth past the live peak:",
-                  "vgg; one large unmap past the device-call budget: encoder-serve), so they are no longer unseen.",
-                  "The third set (mobilenet, gan, vae, bert-mlm, moe, diffusion-sample: two optimizers, sizes that",
-                  "follow the data, an inference loop) was captured after those changes and measured once as it",
-                  "came; two later changes were made looking at it (page moves below the live peak bounded, vae;",
-                  "plan mode looking again at a step it left online). The fourth set (seq2seq, dlrm, wavenet,",
-                  "gnn, checkpoint, kvcache-generate: an encoder-decoder, a recommender, dilated convolutions,",
-                  "graphs whose sizes follow the data, recomputation in backward, a growing cache) was committed",
-                  "before those changes and measured once after them; one change was made looking at it (past a",
-                  "plan from an earlier run, the online policy grows into what the arena leaves of the peak:",
-                  "kvcache-generate). The fifth set (lora-finetune under bfloat16 autocast, simclr, swin,",
-                  "fpn-detect, ctc-speech with lengths drawn from the data) was committed before it was measured",
-                  "and measured once as it came; one change was made looking at it (a plan holds only the set of",
-                  "frees between two allocations, not their order: lora-finetune). The sixth set (convnext,",
-                  "distill with a frozen teacher, txl with segment memories carried across steps, pointnet with",
-                  "point counts drawn from the data, curriculum-lm whose sequences grow) was committed before",
-                  "that change was measured on it, and measured once. The seventh set (a masked autoencoder,",
-                  "NeRF, an RNN-T transducer with lengths drawn from the data, beam-search decoding, Adam on flat",
-                  "buffers) was committed before it was measured and measured once as it came, with no change",
-                  "made since the sixth. So was the eighth (CLIP, a Conformer, a selective state-space LM, GPipe",
-                  "micro-batches, PPO with episode lengths drawn from the data, speculative decoding), with no",
-                  "change made since the seventh. The ninth (R(2+1)D video, a VQ-VAE, a Perceiver, a neural ODE",
-                  "with an RK4 solver, a PixelCNN, TransE with dense Adam) was committed unmeasured, kept unseen",
-                  "through two changes to plan mode, and measured once with them. The tenth (WGAN-GP with a",
-                  "double backward, second-order MAML, a RealNVP flow, MoCo v2 with a key queue, a text CNN over",
-                  "length buckets drawn from the data, DenseNet-BC) was committed unmeasured and measured once",
-                  "with the code the ninth was measured with; one change to plan mode was made looking at it (a",
-                  "pattern left twice within two cycles is not planned again: realnvp). The eleventh (a deep",
-                  "equilibrium model, a capsule network with dynamic routing, a BiLSTM-CRF, an MLP-Mixer, a",
-                  "hypernetwork, triplet mining whose shapes follow the data) was committed unmeasured and",
-                  "measured once with that change. The twelfth (neural style transfer by L-BFGS, quantization-",
-                  "aware training, skip-gram with sparse embeddings and SparseAdam, DDPM training with an EMA",
-                  "copy, sliding-window attention over 4,096 tokens, a detector whose box counts follow the",
-                  "data) was committed unmeasured and measured once with the packer's canonical rule. The",
-                  "thirteenth (stochastic depth, federated averaging over four client copies, magnitude pruning",
-                  "while fine-tuning, adaptive computation time, validation passes between training steps,",
-                  "super-resolution with a perceptual loss) was committed unmeasured and measured once with plan",
-                  "mode's in-place take-over. The fourteenth (a LLaMA-style decoder, a detector trained at input",
-                  "resolutions drawn every two steps, DARTS search, DQN with a replay ring on the device, a",
-                  "diffusion transformer, a ViT that prunes tokens by a data-dependent score) was committed",
-                  "unmeasured and measured once with the code the thirteenth was measured with; one change to",
-                  "plan mode was made looking at it (a look at a learned step counts the block freed where its",
-                  "cycle starts: llama). The fifteenth (a GAT on graph batches padded to sizes drawn from the",
-                  "data, an EfficientNet under bfloat16 autocast with loss scaling, chunked attention over 8,192",
-                  "tokens under checkpointing, a vmap ensemble of 8 CNNs, an exact GP with a deep kernel on",
-                  "minibatches drawn every step, an adaptive softmax over 100,000 words) was committed unmeasured",
-                  "and measured once with that change. Two changes to plan mode followed, measured on the earlier",
-                  "sets (a take-over into an arena is refused during a climb when it costs more than the online",
-                  "policy would, and is judged over its first cycle too). The sixteenth (a Fourier neural operator,",
-                  "a reversible residual network, dense retrieval against an index of the corpus rebuilt every four",
-                  "steps, GraphSAGE on neighbourhoods sampled every step, a Shampoo optimizer with eigendecompositions",
-                  "every four steps, serving with continuous batching over a paged key/value cache) was committed",
-                  "unmeasured and measured once with them. The seventeenth (DINO self-distillation with multi-crop",
-                  "views whose crop sizes are drawn every step, a slimmable network trained at widths drawn every",
-                  "step, sharpness-aware minimisation, FSDP-style flat parameters gathered and freed layer by layer,",
-                  "a dynamic graph CNN recomputing k-nearest-neighbour graphs, a spiking network unrolled over 32",
-                  "time steps) was committed unmeasured and measured once with the policies that measured the",
-                  "sixteenth (no policy changed since). The eighteenth (serving with early exits after every",
-                  "layer, a 3D U-Net with deep supervision, a HiFi-GAN-style vocoder on clips of drawn length, Bayes",
-                  "by Backprop with 4 Monte Carlo samples of the weights, a point-cloud autoencoder on an unrolled",
-                  "Sinkhorn divergence over drawn point counts, a mixture-of-depths LM) was committed unmeasured and",
-                  "measured once with memtune's switch from best fit to first fit once pages still move long after",
-                  "the live peak. The demo set informed one rule (when the tiny phase ends).",
-                  "Small workloads (tens of MiB) are a few 2 MiB pages, so page granularity alone can cost more",
-                  "than 5 % there.", ""]
+                  f"bundled in `src/memtune/data/traces` and {len(heldout_sets())} held-out sets in "
+                  "`benchmarks/heldout`",
+                  "(`--heldout`; the workloads and their shapes are in that script's docstrings). Each set was",
+                  "captured and committed before it was measured, and measured once as it came. Changes made",
+                  "after looking at a set were measured on every earlier set too, so only the newest set measured",
+                  "is a fresh test of the code that measured it: [benchmarks/heldout/README.md]",
+                  "(benchmarks/heldout/README.md) says, set by set, what it was kept unseen through and which",
+                  "changes were made after looking at it. The demo set informed one rule (when the tiny phase",
+                  "ends). Small workloads (tens of MiB) are a few 2 MiB pages, so page granularity alone can cost",
+                  "more than 5 % there.", ""]
+        lines += [f"- {name}: {', '.join(runs)}" for name, runs in heldout_sets().items()]
+        lines += [""]
         lines += policy_table(heldout, pols)
         lines += [""]
         lines += verdict_table(heldout)
