@@ -445,11 +445,11 @@ def render(rows: list[Row], pols: list[str], command: str, seconds: float, heldo
                   "(`--heldout`; the workloads and their shapes are in that script's docstrings). Each set was",
                   "captured and committed before it was measured, and measured once as it came. Changes made",
                   "after looking at a set were measured on every earlier set too, so only the newest set measured",
-                  "is a fresh test of the code that measured it: [benchmarks/heldout/README.md]",
-                  "(benchmarks/heldout/README.md) says, set by set, what it was kept unseen through and which",
-                  "changes were made after looking at it. The demo set informed one rule (when the tiny phase",
-                  "ends). Small workloads (tens of MiB) are a few 2 MiB pages, so page granularity alone can cost",
-                  "more than 5 % there.", ""]
+                  "is a fresh test of the code that measured it:",
+                  "[benchmarks/heldout/README.md](benchmarks/heldout/README.md) says, set by set, what it was kept",
+                  "unseen through and which changes were made after looking at it. The demo set informed one rule",
+                  "(when the tiny phase ends). Small workloads (tens of MiB) are a few 2 MiB pages, so page",
+                  "granularity alone can cost more than 5 % there.", ""]
         lines += [f"- {name}: {', '.join(runs)}" for name, runs in heldout_sets().items()]
         lines += [""]
         lines += policy_table(heldout, pols)
