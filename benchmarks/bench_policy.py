@@ -55,12 +55,9 @@ QUICK_HELDOUT = ("mlp-train.jsonl.gz",)
 
 
 def heldout_sets() -> dict[str, list[str]]:
-    """The held-out sets in the manifest's order, each with its workloads' names (not the demo set)."""
-    out: dict[str, list[str]] = {}
-    for r in HELDOUT_RUNS:
-        if r.set != "demo":
-            out.setdefault(r.set, []).append(r.name)
-    return out
+    """The held-out sets in the manifest's order (its ``sets``), each with its workloads' names
+    (not the demo set)."""
+    return {s: [r.name for r in HELDOUT_RUNS if r.set == s] for s in HELDOUT_RUNS.sets if s != "demo"}
 
 
 #: Second runs of the held-out and demo programs (twice the steps, other data; in
