@@ -8372,6 +8372,605 @@ def evoformer_pair_train(*, steps: int, seed: int) -> float:
     return total
 
 
+@_workload(default_steps=5)
+def grpo_rollout_train(*, steps: int, seed: int) -> float:
+    """GRPO reinforcement-learning fine-tuning (Shao et al. 2024, as TRL's GRPOTrainer does it with
+    num_iterations 2) of a small decoder-only LM on a toy repeat-the-prompt task, vocabulary 512
+    (pad 0, EOS 1): learned positions (128), 4 pre-norm layers of width 256, 4 heads of 64
+    (scaled_dot_product_attention with an additive mask), GELU MLP 1024, an untied head whose EOS
+    bias starts at 4 (as after supervised fine-tuning, so completions stop). Each step draws 4
+    prompts of 8-32 tokens (ids 2-511; the data generator), left-pads them to the longest and
+    samples K = 4 completions for each (batch 16) under no_grad with a key/value cache grown by
+    torch.cat every token (temperature 1, torch.multinomial with the data generator; a sequence is
+    done at its EOS, the rest pad), up to 48 new tokens or until all 16 are done, so the cache, the
+    completions and every training tensor follow the sampled lengths. Reward (a rule): the fraction
+    of the completion's tokens found in its prompt plus 0.5 x (1 - the relative difference of the
+    two lengths, at least 0); advantages normalised within each group of 4. Then log-probabilities
+    of the completion tokens over the padded prompt+completion batch (positions from the attention
+    mask): the old ones by the policy and the reference ones by a frozen deep copy of the initial
+    policy, both under no_grad, and 2 iterations of a forward/backward of the clipped policy-ratio
+    loss (clip 0.2) plus a KL term (k3 estimator, beta 0.04) averaged over each completion's tokens,
+    clipping at 1 and an AdamW step. Shapes follow the data; 5 steps."""
+    import copy
+
+    torch.manual_seed(0)
+    vocab, dim, heads, depth, max_pos, pad, eos = 512, 256, 4, 4, 128, 0, 1
+    prompts_per_step, group, max_new, clip, beta = 4, 4, 48, 0.2, 0.04
+
+    class Block(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+            self.qkv, self.proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+            self.fc1, self.fc2 = nn.Linear(dim, 4 * dim), nn.Linear(4 * dim, dim)
+
+        def forward(self, x: torch.Tensor, mask: torch.Tensor, cache: list[torch.Tensor] | None) -> torch.Tensor:
+            b, n, _ = x.shape
+            q, k, v = self.qkv(self.ln1(x)).view(b, n, 3, heads, dim // heads).permute(2, 0, 3, 1, 4)
+            if cache is not None:
+                if cache:
+                    k, v = torch.cat([cache[0], k], 2), torch.cat([cache[1], v], 2)
+                cache[:] = [k, v]
+            att = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+            x = x + self.proj(att.transpose(1, 2).reshape(b, n, dim))
+            return x + self.fc2(nn.functional.gelu(self.fc1(self.ln2(x))))
+
+    class LM(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.tok, self.pos = nn.Embedding(vocab, dim), nn.Embedding(max_pos, dim)
+            self.blocks = nn.ModuleList(Block() for _ in range(depth))
+            self.ln, self.head = nn.LayerNorm(dim), nn.Linear(dim, vocab)
+
+        def forward(self, tokens: torch.Tensor, positions: torch.Tensor, mask: torch.Tensor,
+                    caches: list[list[torch.Tensor]] | None = None) -> torch.Tensor:
+            x = self.tok(tokens) + self.pos(positions)
+            for i, block in enumerate(self.blocks):
+                x = block(x, mask, None if caches is None else caches[i])
+            return self.head(self.ln(x))
+
+    def full_mask(keep: torch.Tensor) -> torch.Tensor:
+        """Additive causal mask over the kept (non-pad) keys; a pad query sees itself."""
+        n = keep.shape[1]
+        allowed = torch.ones(n, n, dtype=torch.bool).tril() & (keep[:, None, :] | torch.eye(n, dtype=torch.bool))
+        return torch.zeros(allowed.shape).masked_fill_(~allowed, -math.inf)[:, None]
+
+    policy = LM()
+    with torch.no_grad():
+        policy.head.bias[eos] = 4.0
+    reference = copy.deepcopy(policy).requires_grad_(False).eval()
+    opt = torch.optim.AdamW(policy.parameters(), lr=1e-5, weight_decay=0.0)
+    gen = torch.Generator().manual_seed(123 + seed)
+
+    def completion_logps(model: LM, seq: torch.Tensor, keep: torch.Tensor, prompt_len: int) -> torch.Tensor:
+        positions = (keep.long().cumsum(1) - 1).clamp(min=0)
+        logits = model(seq, positions, full_mask(keep))[:, prompt_len - 1:-1]
+        return logits.log_softmax(-1).gather(-1, seq[:, prompt_len:, None]).squeeze(-1)
+
+    total = 0.0
+    for _ in range(steps):
+        lengths = torch.randint(8, 33, (prompts_per_step,), generator=gen)
+        width = int(lengths.max())
+        prompts = torch.full((prompts_per_step, width), pad)
+        for i, n in enumerate(lengths.tolist()):
+            prompts[i, width - n:] = torch.randint(2, vocab, (n,), generator=gen)
+        prompt = prompts.repeat_interleave(group, 0)
+        keep = prompt != pad
+        batch = prompt.shape[0]
+        with torch.no_grad():  # rollout with a key/value cache
+            caches: list[list[torch.Tensor]] = [[] for _ in range(depth)]
+            positions = (keep.long().cumsum(1) - 1).clamp(min=0)
+            logits = policy(prompt, positions, full_mask(keep), caches)[:, -1]
+            position = positions[:, -1]
+            done = torch.zeros(batch, dtype=torch.bool)
+            tokens, valid = [], []
+            for _ in range(max_new):
+                token = torch.multinomial(logits.softmax(-1), 1, generator=gen).squeeze(1).masked_fill_(done, pad)
+                tokens.append(token)
+                valid.append(~done)
+                keep = torch.cat([keep, ~done[:, None]], 1)
+                done = done | (token == eos)
+                if bool(done.all()):
+                    break
+                position = position + 1
+                mask = torch.zeros(batch, 1, 1, keep.shape[1]).masked_fill_(~keep[:, None, None], -math.inf)
+                logits = policy(token[:, None], position[:, None], mask, caches)[:, -1]
+            del caches, logits
+            completion, completion_mask = torch.stack(tokens, 1), torch.stack(valid, 1).float()
+            # reward: completion tokens found in the prompt, and a length near the prompt's
+            content = completion_mask.bool() & (completion != eos)
+            found = ((completion[:, :, None] == prompt[:, None]) & (prompt != pad)[:, None]).any(-1) & content
+            n_content, n_prompt = content.sum(1).float(), lengths.repeat_interleave(group).float()
+            rewards = found.sum(1) / n_content.clamp(min=1) + \
+                0.5 * (1 - (n_content - n_prompt).abs() / n_prompt).clamp(min=0)
+            grouped = rewards.view(prompts_per_step, group)
+            advantages = ((grouped - grouped.mean(1, keepdim=True)) / (grouped.std(1, keepdim=True) + 1e-4)).view(-1)
+            seq = torch.cat([prompt, completion], 1)
+            old_logps = completion_logps(policy, seq, keep, width)
+            ref_logps = completion_logps(reference, seq, keep, width)
+        tokens_per_seq = completion_mask.sum(1).clamp(min=1)
+        for _ in range(2):
+            logps = completion_logps(policy, seq, keep, width)
+            ratio = (logps - old_logps).exp()
+            surrogate = torch.min(ratio * advantages[:, None], ratio.clamp(1 - clip, 1 + clip) * advantages[:, None])
+            kl = (ref_logps - logps).exp() - (ref_logps - logps) - 1
+            loss = (((-surrogate + beta * kl) * completion_mask).sum(1) / tokens_per_seq).mean()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
+            opt.step()
+            total += loss.item()
+        total += float(rewards.mean())
+    return total
+
+
+@_workload(default_steps=6)
+def varlen_pack_train(*, steps: int, seed: int) -> float:
+    """Sequence-packed causal LM pretraining with variable-length (cu_seqlens) attention, as
+    flash-attn's varlen kernels are used with packing (here emulated by splitting): documents of a
+    log-normal length (median 160, sigma 1, 8-3000 tokens; tokens Zipf-drawn over a vocabulary of
+    4096, each document ending in an EOS; the data generator) are concatenated into a stream and cut
+    into batches of 2 rows of 1024 tokens, the remainder of a cut document carried into the next
+    batch; every row boundary and document boundary starts a segment. The batch is flattened to 2048
+    tokens with cu_seqlens (the segments' offsets) and positions restarting in each segment. Model:
+    an embedding 4096 x 256 tied to the head, 4 pre-RMSNorm layers of width 256 with 4 heads of 64
+    (fused QKV, rotary embeddings at the segment positions; attention per segment: q, k and v split
+    by the segment lengths and scaled_dot_product_attention with is_causal per segment, the outputs
+    concatenated back), SwiGLU MLP 688; next-token cross-entropy within each segment (the last token
+    of a segment ignored), clipping at 1, AdamW with a cosine schedule. The number of segments and
+    their lengths follow the data (every layer's attention tensors change shape each step); 6 steps."""
+    torch.manual_seed(0)
+    vocab, dim, heads, depth, ffn, rows, row_len, eos = 4096, 256, 4, 4, 688, 2, 1024, 0
+    head_dim = dim // heads
+    inv_freq = 1.0 / (10000 ** (torch.arange(0, head_dim, 2).float() / head_dim))
+    angles = torch.arange(row_len).float()[:, None] * inv_freq[None]
+    cos_table, sin_table = angles.cos(), angles.sin()
+
+    def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        x1, x2 = x[..., : head_dim // 2], x[..., head_dim // 2:]
+        return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], -1)
+
+    class Layer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.norm1, self.norm2 = nn.RMSNorm(dim), nn.RMSNorm(dim)
+            self.qkv, self.o = nn.Linear(dim, 3 * dim, bias=False), nn.Linear(dim, dim, bias=False)
+            self.gate_up, self.down = nn.Linear(dim, 2 * ffn, bias=False), nn.Linear(ffn, dim, bias=False)
+
+        def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, seqlens: list[int]) -> torch.Tensor:
+            n = x.shape[0]
+            q, k, v = self.qkv(self.norm1(x)).view(n, 3, heads, head_dim).unbind(1)  # (tokens, heads, head_dim)
+            q, k = rotate(q, cos, sin), rotate(k, cos, sin)
+            outs = [nn.functional.scaled_dot_product_attention(qs.transpose(0, 1), ks.transpose(0, 1),
+                                                               vs.transpose(0, 1), is_causal=True).transpose(0, 1)
+                    for qs, ks, vs in zip(q.split(seqlens), k.split(seqlens), v.split(seqlens))]
+            x = x + self.o(torch.cat(outs).reshape(n, dim))
+            gate, up = self.gate_up(self.norm2(x)).chunk(2, -1)
+            return x + self.down(nn.functional.silu(gate) * up)
+
+    class LM(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(vocab, dim)
+            self.layers = nn.ModuleList(Layer() for _ in range(depth))
+            self.norm = nn.RMSNorm(dim)
+
+        def forward(self, tokens: torch.Tensor, positions: torch.Tensor, seqlens: list[int]) -> torch.Tensor:
+            cos, sin = cos_table[positions][:, None], sin_table[positions][:, None]
+            x = self.emb(tokens)
+            for layer in self.layers:
+                x = layer(x, cos, sin, seqlens)
+            return self.norm(x) @ self.emb.weight.t()
+
+    model = LM()
+    opt = torch.optim.AdamW(model.parameters(), lr=6e-4, betas=(0.9, 0.95), weight_decay=0.1)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
+    gen = torch.Generator().manual_seed(124 + seed)
+    zipf = 1 / torch.arange(1, vocab, dtype=torch.float32)
+    carry: list[torch.Tensor] = []  # the documents (and the rest of a cut one) not yet packed
+    total = 0.0
+    for _ in range(steps):
+        need = rows * row_len
+        while sum(len(d) for d in carry) < need:
+            n = int(min(3000, max(8, math.exp(math.log(160) + float(torch.randn((), generator=gen))))))
+            doc = torch.multinomial(zipf, n - 1, replacement=True, generator=gen) + 1
+            carry.append(torch.cat([doc, torch.tensor([eos])]))
+        docs, used = [], 0
+        while used < need:
+            d = carry.pop(0)
+            if used + len(d) > need:
+                carry.insert(0, d[need - used:])
+                d = d[:need - used]
+            docs.append(d)
+            used += len(d)
+        seqlens = []  # segments: the documents, cut again at row boundaries
+        start = 0
+        for d in docs:
+            left, pos = len(d), start
+            while left:
+                piece = min(left, row_len - pos % row_len)
+                seqlens.append(piece)
+                left, pos = left - piece, pos + piece
+            start += len(d)
+        tokens = torch.cat(docs)
+        cu_seqlens = torch.tensor([0, *seqlens]).cumsum(0)
+        starts = torch.zeros(need, dtype=torch.long).index_fill_(0, cu_seqlens[:-1], 1)
+        segment = starts.cumsum(0) - 1
+        positions = torch.arange(need) - cu_seqlens[segment]
+        labels = torch.cat([tokens[1:], tokens[:1]]).index_fill_(0, cu_seqlens[1:] - 1, -100)
+        opt.zero_grad(set_to_none=True)
+        logits = model(tokens, positions, seqlens)
+        loss = nn.functional.cross_entropy(logits, labels, ignore_index=-100)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        total += loss.item()
+    return total
+
+
+@_workload(default_steps=5)
+def muon_train(*, steps: int, seed: int) -> float:
+    """A small GPT trained with the Muon optimizer (Jordan et al. 2024, as in modded-nanogpt): batch
+    4 sequences of 256 tokens drawn from a Zipf distribution over a vocabulary of 8192 (the data
+    generator), an embedding 8192 x 384, 4 pre-RMSNorm layers of width 384 (6 heads of 64, separate
+    q, k, v and output projections without bias, rotary embeddings, causal
+    scaled_dot_product_attention; a squared-ReLU MLP 1536), a final RMSNorm and an untied head
+    384-8192, next-token cross-entropy. Muon, written as a torch.optim.Optimizer, on the 24 hidden
+    weight matrices (lr 0.02, momentum 0.95 with Nesterov, weight decay 0.01): the momentum buffer
+    lerped towards the gradient, the Nesterov update orthogonalised by 5 Newton-Schulz iterations in
+    bfloat16 (quintic coefficients 3.4445, -4.7750, 2.0315; the matrix normalised by its Frobenius
+    norm and transposed to be wide first), scaled by sqrt(max(1, rows / cols)); AdamW (lr 3e-3,
+    betas 0.9, 0.95) on the embedding, the head and the RMSNorm weights. Fixed shapes (every step
+    allocates the same sizes in the same order); 5 steps."""
+    torch.manual_seed(0)
+    vocab, dim, heads, depth, ffn, batch, length = 8192, 384, 6, 4, 1536, 4, 256
+    head_dim = dim // heads
+
+    def newton_schulz(g: torch.Tensor, iterations: int = 5) -> torch.Tensor:
+        a, b, c = 3.4445, -4.7750, 2.0315
+        x = g.bfloat16()
+        tall = g.size(0) > g.size(1)
+        if tall:
+            x = x.T
+        x = x / (x.norm() + 1e-7)
+        for _ in range(iterations):
+            gram = x @ x.T
+            x = a * x + (b * gram + c * gram @ gram) @ x
+        return x.T if tall else x
+
+    class Muon(torch.optim.Optimizer):
+        def __init__(self, params: list[nn.Parameter], lr: float = 0.02, momentum: float = 0.95,
+                     weight_decay: float = 0.0) -> None:
+            super().__init__(params, dict(lr=lr, momentum=momentum, weight_decay=weight_decay))
+
+        @torch.no_grad()
+        def step(self, closure: None = None) -> None:  # type: ignore[override]
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    state = self.state[p]
+                    if "momentum_buffer" not in state:
+                        state["momentum_buffer"] = torch.zeros_like(p)
+                    buf = state["momentum_buffer"]
+                    buf.lerp_(p.grad, 1 - group["momentum"])
+                    update = newton_schulz(p.grad.lerp_(buf, group["momentum"]))
+                    p.mul_(1 - group["lr"] * group["weight_decay"])
+                    p.add_(update, alpha=-group["lr"] * max(1.0, p.size(0) / p.size(1)) ** 0.5)
+
+    inv_freq = 1.0 / (10000 ** (torch.arange(0, head_dim, 2).float() / head_dim))
+    angles = torch.arange(length).float()[:, None] * inv_freq[None]
+    cos, sin = angles.cos(), angles.sin()
+
+    def rotate(x: torch.Tensor) -> torch.Tensor:
+        x1, x2 = x[..., : head_dim // 2], x[..., head_dim // 2:]
+        return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], -1)
+
+    class Layer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.norm1, self.norm2 = nn.RMSNorm(dim), nn.RMSNorm(dim)
+            self.q, self.k, self.v, self.o = (nn.Linear(dim, dim, bias=False) for _ in range(4))
+            self.up, self.down = nn.Linear(dim, ffn, bias=False), nn.Linear(ffn, dim, bias=False)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            b, t, _ = x.shape
+            h = self.norm1(x)
+            q, k, v = (f(h).view(b, t, heads, head_dim).transpose(1, 2) for f in (self.q, self.k, self.v))
+            att = nn.functional.scaled_dot_product_attention(rotate(q), rotate(k), v, is_causal=True)
+            x = x + self.o(att.transpose(1, 2).reshape(b, t, dim))
+            return x + self.down(torch.relu(self.up(self.norm2(x))).square())
+
+    model = nn.Sequential(nn.Embedding(vocab, dim), *(Layer() for _ in range(depth)), nn.RMSNorm(dim),
+                          nn.Linear(dim, vocab, bias=False))
+    hidden = [p for p in model.parameters() if p.ndim == 2 and p is not model[0].weight and p is not model[-1].weight]
+    others = [p for p in model.parameters() if all(p is not h for h in hidden)]
+    opts = [Muon(hidden, lr=0.02, momentum=0.95, weight_decay=0.01),
+            torch.optim.AdamW(others, lr=3e-3, betas=(0.9, 0.95), weight_decay=0.0)]
+    gen = torch.Generator().manual_seed(125 + seed)
+    zipf = 1 / torch.arange(1, vocab + 1, dtype=torch.float32)
+    total = 0.0
+    for _ in range(steps):
+        ids = torch.multinomial(zipf, batch * (length + 1), replacement=True, generator=gen).view(batch, length + 1)
+        for opt in opts:
+            opt.zero_grad(set_to_none=True)
+        loss = nn.functional.cross_entropy(model(ids[:, :-1]).reshape(-1, vocab), ids[:, 1:].reshape(-1))
+        loss.backward()
+        for opt in opts:
+            opt.step()
+        total += loss.item()
+    return total
+
+
+@_workload(default_steps=5)
+def stft_enhance_train(*, steps: int, seed: int) -> float:
+    """Speech enhancement by a complex-mask convolutional recurrent network in the manner of DCCRN-E
+    / CRN (Hu et al. 2020, Tan and Wang 2018), batch 4 noisy waveforms of 2 s at 16 kHz: clean
+    voiced signals (a drawn pitch of 90-250 Hz with a drawn vibrato, 12 harmonics rolling off, a
+    syllable-rate envelope) plus noise (white noise given a drawn one-pole low-pass response by
+    torch.fft) at a drawn SNR of -5 to 15 dB (the data generator). torch.stft (FFT 512, hop 128,
+    Hann; 257 bins x 251 frames) to real and imaginary channels; an encoder of 4 Conv2d (3 x 3,
+    stride 2 along frequency, 2-16-32-64-128, BatchNorm, PReLU) down to 17 bins, a 2-layer LSTM of
+    256 over the 251 frames on the flattened 128 x 17 features with a linear back, a decoder of 4
+    ConvTranspose2d with skip connections (concatenated) to a complex ratio mask (its magnitude
+    bounded by tanh, DCCRN-E); the masked spectrum back to 32000 samples by torch.istft. Loss:
+    negative SI-SDR plus a multi-resolution STFT loss (spectral convergence and log-magnitude L1 at
+    FFT sizes 512, 1024 and 2048, hops 50, 120 and 240, Hann windows 240, 600 and 1200, as Parallel
+    WaveGAN), clipping at 5, Adam 1e-3. Fixed shapes (every step allocates the same sizes in the
+    same order); 5 steps."""
+    torch.manual_seed(0)
+    batch, samples, rate, n_fft, hop = 4, 32000, 16000, 512, 128
+    widths = (2, 16, 32, 64, 128)
+    window = torch.hann_window(n_fft)
+    resolutions = [(512, 50, 240), (1024, 120, 600), (2048, 240, 1200)]
+    loss_windows = {n: torch.hann_window(w) for n, _, w in resolutions}
+
+    class CRN(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.encoder = nn.ModuleList(
+                nn.Sequential(nn.Conv2d(cin, cout, 3, stride=(1, 2), padding=1), nn.BatchNorm2d(cout), nn.PReLU())
+                for cin, cout in itertools.pairwise(widths))
+            self.lstm = nn.LSTM(widths[-1] * 17, 256, num_layers=2, batch_first=True)
+            self.project = nn.Linear(256, widths[-1] * 17)
+            self.decoder = nn.ModuleList(
+                nn.Sequential(nn.ConvTranspose2d(2 * cin, cout, 3, stride=(1, 2), padding=1),
+                              *((nn.BatchNorm2d(cout), nn.PReLU()) if cout != 2 else ()))
+                for cin, cout in zip(widths[:0:-1], widths[-2::-1]))
+
+        def forward(self, spec: torch.Tensor) -> torch.Tensor:
+            x = torch.stack([spec.real, spec.imag], 1).transpose(2, 3)  # (B, 2, frames, bins)
+            skips = []
+            for layer in self.encoder:
+                x = layer(x)
+                skips.append(x)
+            b, c, t, f = x.shape
+            h = self.project(self.lstm(x.permute(0, 2, 1, 3).reshape(b, t, c * f))[0])
+            x = h.view(b, t, c, f).permute(0, 2, 1, 3)
+            for layer, skip in zip(self.decoder, reversed(skips)):
+                x = layer(torch.cat([x, skip], 1))
+            real, imag = x.transpose(2, 3).unbind(1)  # (B, bins, frames)
+            magnitude = torch.sqrt(real ** 2 + imag ** 2 + 1e-8)
+            mask = torch.tanh(magnitude) / magnitude * torch.complex(real, imag)
+            return torch.istft(spec * mask, n_fft, hop, window=window, length=samples)
+
+    def si_sdr(estimate: torch.Tensor, clean: torch.Tensor) -> torch.Tensor:
+        estimate, clean = estimate - estimate.mean(-1, keepdim=True), clean - clean.mean(-1, keepdim=True)
+        target = (estimate * clean).sum(-1, keepdim=True) / (clean.pow(2).sum(-1, keepdim=True) + 1e-8) * clean
+        return 10 * torch.log10(target.pow(2).sum(-1) / ((estimate - target).pow(2).sum(-1) + 1e-8) + 1e-8)
+
+    def stft_loss(estimate: torch.Tensor, clean: torch.Tensor) -> torch.Tensor:
+        loss = estimate.new_zeros(())
+        for n, step, w in resolutions:
+            est = torch.stft(estimate, n, step, w, loss_windows[n], return_complex=True).abs().clamp(min=1e-7)
+            ref = torch.stft(clean, n, step, w, loss_windows[n], return_complex=True).abs().clamp(min=1e-7)
+            loss = loss + torch.linalg.norm(ref - est) / torch.linalg.norm(ref) + \
+                nn.functional.l1_loss(est.log(), ref.log())
+        return loss / len(resolutions)
+
+    model = CRN()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    gen = torch.Generator().manual_seed(126 + seed)
+    t = torch.arange(samples) / rate
+    harmonics = torch.arange(1, 13, dtype=torch.float32)
+    freqs = torch.fft.rfftfreq(samples)
+    total = 0.0
+    for _ in range(steps):
+        f0 = 90 + 160 * torch.rand(batch, 1, generator=gen)
+        vibrato = 1 + 0.03 * torch.sin(2 * math.pi * (3 + 4 * torch.rand(batch, 1, generator=gen)) * t)
+        phase = 2 * math.pi * torch.cumsum(f0 * vibrato, 1) / rate
+        voiced = (torch.sin(phase[:, None] * harmonics[:, None]) / harmonics[:, None]).sum(1)
+        envelope = torch.sin(math.pi * (2 + 3 * torch.rand(batch, 1, generator=gen)) * t).abs()
+        clean = 0.1 * voiced * envelope
+        pole = 0.3 + 0.65 * torch.rand(batch, 1, generator=gen)
+        white = torch.fft.rfft(torch.randn(batch, samples, generator=gen))
+        noise = torch.fft.irfft(white / (1 - pole * torch.exp(-2j * math.pi * freqs)), n=samples)
+        snr = -5 + 20 * torch.rand(batch, 1, generator=gen)
+        rms = lambda x: x.pow(2).mean(1, keepdim=True).sqrt()  # noqa: E731
+        gain = rms(clean) / (rms(noise) * 10 ** (snr / 20))
+        noisy = clean + gain * noise
+        opt.zero_grad(set_to_none=True)
+        enhanced = model(torch.stft(noisy, n_fft, hop, window=window, return_complex=True))
+        loss = -si_sdr(enhanced, clean).mean() + stft_loss(enhanced, clean)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+        opt.step()
+        total += loss.item()
+    return total
+
+
+@_workload(default_steps=5)
+def siamfc_track_train(*, steps: int, seed: int) -> float:
+    """A fully-convolutional Siamese tracker, SiamFC (Bertinetto et al. 2016, as the siamfc-pytorch
+    reimplementation trains it), batch 8 pairs of an exemplar crop 3 x 127 x 127 and a search crop 3
+    x 255 x 255 of the same object (a drawn 64 x 64 textured object pasted near the centre of a
+    drawn smooth background in each crop, its search copy shifted by up to 4 pixels and its
+    brightness jittered; the data generator). One AlexNet-style backbone shared by both crops
+    (Conv2d 11 x 11 stride 2 to 96, max pooling, 5 x 5 to 256 in 2 groups, max pooling, 3 x 3 to
+    384, 384 in 2 groups and 256 in 2 groups, BatchNorm and ReLU after all but the last): exemplar
+    features 8 x 256 x 6 x 6, search features 8 x 256 x 22 x 22. The cross-correlation as one
+    grouped Conv2d: the search features folded into channels (1 x 2048 x 22 x 22) with the exemplar
+    features as 8 per-sample kernels, groups 8, to 8 response maps of 17 x 17, scaled by 0.001. A
+    balanced logistic loss (binary cross-entropy with logits, positives within 16 pixels of the
+    centre at the total stride 8, positives and negatives weighted to half each), SGD (momentum 0.9,
+    weight decay 5e-4) with an exponential learning-rate decay. Fixed shapes (every step allocates
+    the same sizes in the same order); 5 steps."""
+    torch.manual_seed(0)
+    batch, exemplar, search, obj, response, stride = 8, 127, 255, 64, 17, 8
+
+    def conv_bn(cin: int, cout: int, k: int, s: int = 1, groups: int = 1) -> list[nn.Module]:
+        return [nn.Conv2d(cin, cout, k, s, groups=groups), nn.BatchNorm2d(cout), nn.ReLU(inplace=True)]
+
+    backbone = nn.Sequential(*conv_bn(3, 96, 11, 2), nn.MaxPool2d(3, 2), *conv_bn(96, 256, 5, groups=2),
+                             nn.MaxPool2d(3, 2), *conv_bn(256, 384, 3), *conv_bn(384, 384, 3, groups=2),
+                             nn.Conv2d(384, 256, 3, groups=2))
+
+    def track(z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        kernels, features = backbone(z), backbone(x)
+        b, c, h, w = features.shape
+        out = nn.functional.conv2d(features.reshape(1, b * c, h, w), kernels, groups=b)
+        return out.view(b, 1, out.shape[-2], out.shape[-1]) * 0.001
+
+    offset = torch.arange(response) - response // 2
+    distance = (offset[:, None] ** 2 + offset[None] ** 2).float().sqrt() * stride
+    labels = (distance <= 16).float().expand(batch, 1, response, response)
+    positives = labels.sum() / batch
+    weights = torch.where(labels > 0, 0.5 / positives, 0.5 / (response * response - positives))
+    opt = torch.optim.SGD(backbone.parameters(), lr=1e-2, momentum=0.9, weight_decay=5e-4)
+    sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=0.87)
+    gen = torch.Generator().manual_seed(127 + seed)
+
+    def background(size: int) -> torch.Tensor:
+        coarse = torch.rand(batch, 3, size // 16 + 1, size // 16 + 1, generator=gen)
+        return nn.functional.interpolate(coarse, size=(size, size), mode="bilinear", align_corners=False)
+
+    def paste(canvas: torch.Tensor, objects: torch.Tensor, shift: torch.Tensor) -> torch.Tensor:
+        for i, (dy, dx) in enumerate(shift.tolist()):
+            top, left = (canvas.shape[-1] - obj) // 2 + dy, (canvas.shape[-1] - obj) // 2 + dx
+            canvas[i, :, top:top + obj, left:left + obj] = objects[i]
+        return canvas
+
+    total = 0.0
+    for _ in range(steps):
+        objects = nn.functional.interpolate(torch.rand(batch, 3, 8, 8, generator=gen), size=(obj, obj),
+                                            mode="nearest") + 0.2 * torch.randn(batch, 3, obj, obj, generator=gen)
+        z = paste(background(exemplar), objects, torch.zeros(batch, 2, dtype=torch.long))
+        brightness = 0.8 + 0.4 * torch.rand(batch, 1, 1, 1, generator=gen)
+        x = paste(background(search), objects * brightness, torch.randint(-4, 5, (batch, 2), generator=gen))
+        backbone.train()
+        opt.zero_grad(set_to_none=True)
+        loss = nn.functional.binary_cross_entropy_with_logits(track(z, x), labels, weights, reduction="sum") / batch
+        loss.backward()
+        opt.step()
+        sched.step()
+        total += loss.item()
+    return total
+
+
+@_workload(default_steps=6)
+def schnet_mol_train(*, steps: int, seed: int) -> float:
+    """SchNet (Schuett et al. 2018, as schnetpack trains it on MD17-style data) regressing molecular
+    energies and forces, batch 32 molecules each step: atom counts drawn from 9-29, 45 % of each
+    molecule's atoms heavy (C, N, O or F, drawn) and the rest H, 3D coordinates a drawn chain of
+    heavy atoms 1.5 A apart in random directions with hydrogens 1.1 A from drawn heavy atoms (the
+    data generator); reference energies and forces from a pairwise Morse potential (its forces by
+    autograd.grad). The radius graph (cutoff 5 A) from the pair distances of each batch's atoms
+    within a molecule (torch.cdist, a same-molecule mask and nonzero), so the atom and edge counts
+    follow the data. Model: atom embeddings of 128, 3 interaction blocks of continuous-filter
+    convolutions (50 Gaussian radial basis functions over 0-5 A, a filter network 50-128-128 with
+    shifted softplus times a cosine cutoff; the neighbours' features gathered by the edge list,
+    multiplied by the filters and summed with index_add_; 128-128-128 atom-wise updates, residual),
+    an atom-wise head 128-64-1 summed per molecule by index_add_. Forces are minus the gradient of
+    the energy with respect to the positions by torch.autograd.grad with create_graph=True, so the
+    backward runs through the force graph. Loss: 0.01 x energy MSE + 0.99 x force MSE, Adam 5e-4.
+    Shapes follow the data; 6 steps."""
+    torch.manual_seed(0)
+    mols, features, rbf_count, cutoff, interactions = 32, 128, 50, 5.0, 3
+    # element table: H, C, N, O, F (atomic numbers) with Morse parameters
+    numbers = torch.tensor([1, 6, 7, 8, 9])
+    radius = torch.tensor([0.35, 0.75, 0.7, 0.65, 0.6])
+
+    def ssp(x: torch.Tensor) -> torch.Tensor:
+        return nn.functional.softplus(x) - math.log(2.0)
+
+    class Interaction(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.filter1, self.filter2 = nn.Linear(rbf_count, features), nn.Linear(features, features)
+            self.in2f = nn.Linear(features, features, bias=False)
+            self.f2out, self.dense = nn.Linear(features, features), nn.Linear(features, features)
+
+        def forward(self, h: torch.Tensor, rbf: torch.Tensor, fcut: torch.Tensor, src: torch.Tensor,
+                    dst: torch.Tensor) -> torch.Tensor:
+            w = self.filter2(ssp(self.filter1(rbf))) * fcut[:, None]
+            messages = self.in2f(h)[src] * w
+            agg = torch.zeros_like(h).index_add_(0, dst, messages)
+            return h + self.dense(ssp(self.f2out(agg)))
+
+    class SchNet(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embedding = nn.Embedding(10, features)
+            self.interactions = nn.ModuleList(Interaction() for _ in range(interactions))
+            self.out1, self.out2 = nn.Linear(features, 64), nn.Linear(64, 1)
+            self.register_buffer("centers", torch.linspace(0, cutoff, rbf_count))
+
+        def forward(self, z: torch.Tensor, pos: torch.Tensor, src: torch.Tensor, dst: torch.Tensor,
+                    molecule: torch.Tensor) -> torch.Tensor:
+            r = (pos[src] - pos[dst]).norm(dim=-1)
+            rbf = torch.exp(-10.0 * (r[:, None] - self.centers) ** 2)
+            fcut = 0.5 * (torch.cos(r * math.pi / cutoff) + 1)
+            h = self.embedding(z)
+            for block in self.interactions:
+                h = block(h, rbf, fcut, src, dst)
+            atom_energy = self.out2(ssp(self.out1(h))).squeeze(-1)
+            return torch.zeros(mols).index_add_(0, molecule, atom_energy)
+
+    def morse(pos: torch.Tensor, kind: torch.Tensor, src: torch.Tensor, dst: torch.Tensor,
+              molecule: torch.Tensor) -> torch.Tensor:
+        r = (pos[src] - pos[dst]).norm(dim=-1)
+        r0 = radius[kind[src]] + radius[kind[dst]]
+        pair = 0.5 * (1 - torch.exp(-1.5 * (r - r0))) ** 2
+        return torch.zeros(mols).index_add_(0, molecule[src], pair)
+
+    model = SchNet()
+    opt = torch.optim.Adam(model.parameters(), lr=5e-4)
+    gen = torch.Generator().manual_seed(128 + seed)
+    total = 0.0
+    for _ in range(steps):
+        counts = torch.randint(9, 30, (mols,), generator=gen)
+        kinds, coords = [], []
+        for n in counts.tolist():
+            heavy = max(1, int(n * 0.45))
+            kind = torch.cat([torch.randint(1, 5, (heavy,), generator=gen), torch.zeros(n - heavy, dtype=torch.long)])
+            walk = torch.randn(heavy, 3, generator=gen)
+            chain = (1.5 * walk / walk.norm(dim=1, keepdim=True)).cumsum(0)
+            bond = torch.randn(n - heavy, 3, generator=gen)
+            anchor = chain[torch.randint(0, heavy, (n - heavy,), generator=gen)]
+            kinds.append(kind)
+            coords.append(torch.cat([chain, anchor + 1.1 * bond / bond.norm(dim=1, keepdim=True)]))
+        kind, pos = torch.cat(kinds), torch.cat(coords)
+        molecule = torch.repeat_interleave(torch.arange(mols), counts)
+        with torch.no_grad():  # radius graph within each molecule
+            near = (torch.cdist(pos, pos) < cutoff) & (molecule[:, None] == molecule[None])
+            near.fill_diagonal_(False)
+            src, dst = near.nonzero().unbind(1)
+        pos.requires_grad_(True)
+        energy_ref = morse(pos, kind, src, dst, molecule)
+        forces_ref = -torch.autograd.grad(energy_ref.sum(), pos)[0]
+        energy_ref = energy_ref.detach()
+        opt.zero_grad(set_to_none=True)
+        energy = model(numbers[kind], pos, src, dst, molecule)
+        forces = -torch.autograd.grad(energy.sum(), pos, create_graph=True)[0]
+        loss = 0.01 * nn.functional.mse_loss(energy, energy_ref) + 0.99 * nn.functional.mse_loss(forces, forces_ref)
+        loss.backward()
+        opt.step()
+        pos.requires_grad_(False)
+        total += loss.item()
+    return total
+
+
 WORKLOADS: dict[str, Workload] = {
     "mlp-train": mlp_train,
     "cnn-train": cnn_train,
@@ -8648,6 +9247,21 @@ HELDOUT: dict[str, Workload] = {
     "token-budget-mt-train": token_budget_mt_train,
     "width-sweep-train": width_sweep_train,
     "evoformer-pair-train": evoformer_pair_train,
+    # the twenty-second set, captured after the twenty-first was measured and committed (in
+    # twentysecond/) before it is measured, to check a later change: RL fine-tuning of an LM whose
+    # sampled rollouts grow key/value caches to a drawn length before policy, old-policy and
+    # reference passes over the padded batch, packed documents attended segment by segment
+    # (cu_seqlens) so each layer's attention follows the drawn document boundaries, Muon's
+    # Newton-Schulz iterations on every hidden matrix's momentum in bfloat16, STFT-domain speech
+    # enhancement with istft and a multi-resolution STFT loss, a Siamese tracker's cross-correlation
+    # as a grouped convolution with per-sample kernels, a radius graph of drawn molecules under
+    # continuous-filter convolutions with forces by a double backward
+    "grpo-rollout-train": grpo_rollout_train,
+    "varlen-pack-train": varlen_pack_train,
+    "muon-train": muon_train,
+    "stft-enhance-train": stft_enhance_train,
+    "siamfc-track-train": siamfc_track_train,
+    "schnet-mol-train": schnet_mol_train,
 }
 
 
