@@ -9,8 +9,11 @@ tests/plan/test_heldout_manifest.py checks the checks.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import importlib.util
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -32,3 +35,34 @@ manifest = _manifest_module()
 #: every run of the manifest, in its order (the capture script's: the demo set, then the held-out
 #: sets in order); ``HELDOUT_RUNS["vgg-train"]`` is one run
 HELDOUT_RUNS = manifest.load()
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """What a test reads of a replay: kept instead of the replay's result (its timeline)."""
+
+    peak_reserved_bytes: int
+    device_calls: int
+    ooms: int
+    lower_bound: int
+
+
+@functools.cache
+def later_run(name: str):
+    """The later run of ``name`` (benchmarks/heldout/rerun), loaded once per worker."""
+    import memtune
+
+    return memtune.load_trace(HELDOUT_RUNS[name].rerun)
+
+
+@functools.cache
+def replay_later_run(name: str, policy: str, plan_file: str | None = None) -> Replayed:
+    """``policy`` at its default settings (``plan_file`` for memtune-plan, if given) on the
+    later run of ``name``. Once per worker: tests of several files read the same replays,
+    and the conftest's grouping runs all the tests of one workload on one worker."""
+    from memtune.trace.replay import replay_device
+
+    trace = later_run(name)
+    dt = dataclasses.replace(trace.devices[0], settings={})
+    r = replay_device(trace, dt, policy, settings={"plan_file": plan_file} if plan_file else None)
+    return Replayed(r.peak_reserved_bytes, r.device_allocs + r.device_frees, len(r.ooms), dt.peak_requested_bytes())

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from heldout_runs import HELDOUT_RUNS
+from heldout_runs import HELDOUT_RUNS, Replayed, replay_later_run
 from hypothesis import given, settings, strategies as st
 
 import memtune
@@ -434,41 +434,42 @@ CHANGING_SHAPES = [r.name for r in HELDOUT_RUNS if not r.fixed_shapes and r.reru
 COSTLY_DEVIATION = {"moe-train"}
 
 
+class _Plans:
+    """The plan of each workload's recording in the repository, made when a test first asks
+    for it (one worker runs all the tests of a workload: tests/conftest.py), saved to a file
+    its later run (benchmarks/heldout/rerun, captured separately) is replayed with."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+        self.made: dict[str, tuple[str, runplan.RunPlan]] = {}
+
+    def __getitem__(self, name: str) -> tuple[str, runplan.RunPlan]:
+        """(plan file, plan) of ``name``."""
+        if name not in self.made:
+            tr = memtune.load_trace(HELDOUT_RUNS[name].path)
+            # 40 improvement rounds, whatever they take: the same plan on any machine
+            plan = runplan.make_run_plan(tr.devices[0].events, time_budget=120.0, rounds=40)
+            self.made[name] = (str(plan.save(self.directory / f"{name}.json")), plan)
+        return self.made[name]
+
+
 @pytest.fixture(scope="module")
 def later_runs(tmp_path_factory):
-    """(plan file, later run) per workload: the plan made from the recording in the
-    repository, the later run captured separately (benchmarks/heldout/rerun)."""
-    d = tmp_path_factory.mktemp("plans")
-    out = {}
-    for name in FIXED_SHAPES + CHANGING_SHAPES:
-        run = HELDOUT_RUNS[name]
-        tr = memtune.load_trace(run.path)
-        # 40 improvement rounds, whatever they take: the same plan on any machine
-        plan = runplan.make_run_plan(tr.devices[0].events, time_budget=120.0, rounds=40)
-        out[name] = (plan.save(d / f"{name}.json"), memtune.load_trace(run.rerun), plan)
-    return out
+    return _Plans(tmp_path_factory.mktemp("plans"))
 
 
-def _replay(tr, policy: str, **settings):
-    dt = dataclasses.replace(tr.devices[0], settings={})
-    r = replay_device(tr, dt, policy, settings=settings or None)
-    return r, dt.peak_requested_bytes(), r.device_allocs + r.device_frees
-
-
-def _served(later_runs: dict, name: str):
-    """The later run replayed by memtune-plan with the first run's plan, and learning
-    online: (with the plan, learned, lower bound)."""
-    path, later, _plan = later_runs[name]
-    r, lb, _calls = _replay(later, "memtune-plan", plan_file=str(path))
-    learned, _lb, _c = _replay(later, "memtune-plan")
-    return r, learned, lb
+def _served(later_runs: _Plans, name: str) -> tuple[Replayed, Replayed]:
+    """The later run replayed by memtune-plan with the first run's plan, and learning online."""
+    path, _plan = later_runs[name]
+    return replay_later_run(name, "memtune-plan", path), replay_later_run(name, "memtune-plan")
 
 
 @pytest.mark.parametrize("name", with_measured_misses(FIXED_SHAPES, {
     **{n: "page granularity: the bound rounded up to 2 MiB pages is 1.032 x the bound" for n in PAGE_FLOOR},
     **SIXTH_ABOVE, **TWELFTH_ABOVE, **TWENTIETH_ABOVE, **TWENTYFIRST_ABOVE}))
 def test_a_plan_from_an_earlier_run_meets_the_plan_target_on_a_later_run(later_runs, name):
-    r, learned, lb = _served(later_runs, name)
+    r, learned = _served(later_runs, name)
+    lb = r.lower_bound
     assert r.peak_reserved_bytes <= learned.peak_reserved_bytes and not r.ooms
     assert r.peak_reserved_bytes <= 1.02 * lb, f"{name}: {r.peak_reserved_bytes / lb:.4f} of the bound"
 
@@ -482,8 +483,9 @@ def test_a_plan_from_an_earlier_run_meets_the_plan_target_on_a_later_run(later_r
                        "at 1.0076)",
     **TWENTYFIRST_ABOVE}))
 def test_a_later_run_served_by_a_plan_is_within_a_page_of_the_page_rounded_bound(later_runs, name):
-    path, later, plan = later_runs[name]
-    r, lb, _calls = _replay(later, "memtune-plan", plan_file=str(path))
+    path, plan = later_runs[name]
+    r = replay_later_run(name, "memtune-plan", path)
+    lb = r.lower_bound
     page = 2 << 20
     floor = -(-lb // page) * page  # no allocator that maps pages can reserve less
     assert r.peak_reserved_bytes <= floor + page, f"{name}: {r.peak_reserved_bytes / lb:.4f} of the bound"
@@ -517,7 +519,8 @@ def test_a_plan_from_a_run_with_other_shapes_costs_little(later_runs, name):
     then learns a round online. Taken over into an arena of its own beside the pages
     the plan's blocks keep, that reserved 1.086 x the bound against 1.049 learning
     online; taken over in place, 1.049.)"""
-    r, learned, lb = _served(later_runs, name)
+    r, learned = _served(later_runs, name)
+    lb = r.lower_bound
     # the later run leaves the recorded sequence early: plan mode falls back to its online policy
     assert r.peak_reserved_bytes <= 1.02 * learned.peak_reserved_bytes, (
         f"{name}: {r.peak_reserved_bytes / lb:.4f} against {learned.peak_reserved_bytes / lb:.4f} learned online")
@@ -532,9 +535,8 @@ def test_a_plan_from_a_run_with_other_shapes_costs_few_device_calls(later_runs, 
     (Measured on the fourth set's kvcache-generate, a 48-token run from a 24-token plan:
     when the online policy kept to its own peak it made 301 calls, against 40 learning
     online; now 64.)"""
-    path, later, _plan = later_runs[name]
-    _r, _lb, calls = _replay(later, "memtune-plan", plan_file=str(path))
-    _l, _lb2, learned = _replay(later, "memtune-plan")
+    r, learned_run = _served(later_runs, name)
+    calls, learned = r.device_calls, learned_run.device_calls
     assert calls <= 2 * learned, f"{name}: {calls} device calls with the plan, {learned} learning online"
 
 
@@ -655,9 +657,8 @@ BELOW_PLAN_SINCE_GROWTH_MIN = {
 def test_learning_online_never_raises_the_peak_of_a_later_run_over_memtune(later_runs, name):
     """Past the climb, a learned plan that the online policy's kept pages plus the arena
     would push over the peak is left alone (PlanAllocator._raises_peak)."""
-    _path, later, _plan = later_runs[name]
-    learned, lb, _c = _replay(later, "memtune-plan")
-    online, _lb, _c = _replay(later, "memtune")
+    learned, online = replay_later_run(name, "memtune-plan"), replay_later_run(name, "memtune")
+    lb = learned.lower_bound
     assert learned.peak_reserved_bytes <= online.peak_reserved_bytes, (
         f"{name}: memtune-plan {learned.peak_reserved_bytes / lb:.4f}, memtune {online.peak_reserved_bytes / lb:.4f}")
 

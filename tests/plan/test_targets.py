@@ -17,7 +17,7 @@ import dataclasses
 import functools
 
 import pytest
-from heldout_runs import HELDOUT_RUNS
+from heldout_runs import HELDOUT_RUNS, replay_later_run
 from shared_traces import ALL_TRACES, REPO as _REPO, SHARED_TRACES as _SHARED
 
 from .test_plan import with_measured_misses
@@ -269,13 +269,8 @@ LATER_RUNS = [r.name for r in HELDOUT_RUNS if r.rerun is not None]
 def test_memtune_never_reserves_more_than_pytorch_cuda_on_a_later_run(name):
     """The same program run again (benchmarks/heldout/rerun: twice the steps, other data)
     is one more trace memtune was not tuned on, and the limit holds on any trace."""
-    import memtune
-    from memtune.trace.replay import replay_device
-
-    trace = memtune.load_trace(HELDOUT_RUNS[name].rerun)
-    dt = dataclasses.replace(trace.devices[0], settings={})
-    ours, theirs = (replay_device(trace, dt, p).peak_reserved_bytes for p in ("memtune", "pytorch-cuda"))
-    lb = dt.peak_requested_bytes()
+    ours, theirs = (replay_later_run(name, p).peak_reserved_bytes for p in ("memtune", "pytorch-cuda"))
+    lb = replay_later_run(name, "memtune").lower_bound
     assert ours <= theirs, f"memtune {ours / lb:.4f} x the bound > pytorch-cuda {theirs / lb:.4f}"
 
 
