@@ -366,7 +366,8 @@ def pack_cyclic(intervals: Iterable[Sequence[int]], length: int, *, alignment: i
     an ``end`` past ``length`` wraps around: the buffer is live on ``[start, length)``
     and ``[0, end - length)`` of every cycle, at one offset. Greedy placement over the
     union of each buffer's live parts, in a few orders (largest first, longest first,
-    largest area first, in time order) and with the three :data:`CYCLIC_RULES` (best
+    largest area first, in time order; those across the cut first, see
+    :func:`_wrap_first`) and with the three :data:`CYCLIC_RULES` (best
     fit: the smallest gap that holds the buffer; lowest offset: the lowest such gap;
     canonical: minimalloc's greedy, the buffer that can sit lowest next, the order
     breaking ties): the best result wins, and the search stops
@@ -397,6 +398,8 @@ def pack_cyclic(intervals: Iterable[Sequence[int]], length: int, *, alignment: i
     dur = end - start
     orders = {"size": np.lexsort((start, -dur, -size)), "duration": np.lexsort((start, -size, -dur)),
               "area": np.lexsort((start, -size, -(size * dur))), "time": np.lexsort((-size, start))}
+    if wrap.any():
+        orders["wrap"] = _wrap_first(start, dur, size, wrap)
 
     # what the placements share, built once
     layout = _Layout(lo1, hi1, lo2, hi2, size, np.zeros(n, dtype=np.int64), np.zeros(0, dtype=np.int64), np.arange(n))
@@ -409,6 +412,19 @@ def pack_cyclic(intervals: Iterable[Sequence[int]], length: int, *, alignment: i
     best_off, best_peak, method, tried, step = _greedy_search(
         place, lambda off: int((off + size).max()), orders, size, floor, rounds, time_budget, t0, seed, "cyclic")
     return Packing(best_off, best_peak, lb, method, time.perf_counter() - t0, tried, step)
+
+
+def _wrap_first(start: np.ndarray, dur: np.ndarray, size: np.ndarray, wrap: np.ndarray) -> np.ndarray:
+    """The buffers live across the cycle's cut first, then the others, each largest first.
+
+    Why: those live across the cut all meet there, so they stack at the bottom, and the
+    step's other buffers pack around them. Taken among the rest by size, a few of them
+    land high, and the ones placed after them must fit around both of their parts
+    (held-out dreamer-rssm-train's step, 79 of 10,380 buffers across the cut: 1.0349 x
+    its bound greedily and 1.0345 after 200 improvement rounds; 1.0256 and 1.0255 with
+    this order). Tried last, so it changes a packing only where it does better.
+    """
+    return np.lexsort((start, -dur, -size, ~wrap))
 
 
 def _greedy_search(place: Callable[[np.ndarray, str], np.ndarray], peak_of: Callable[[np.ndarray], int],
@@ -575,6 +591,8 @@ def pack_cyclic_around(intervals: Iterable[Sequence[int]], length: int, fixed: I
     st = start[free - k]
     orders = {"size": free[np.lexsort((st, -dur, -sz))], "duration": free[np.lexsort((st, -sz, -dur))],
               "area": free[np.lexsort((st, -sz, -(sz * dur)))], "time": free[np.lexsort((-sz, st))]}
+    if wrap[free - k].any():
+        orders["wrap"] = free[_wrap_first(st, dur, sz, wrap[free - k])]
 
     layout = _Layout(lo1, hi1, lo2, hi2, size, off0, np.flatnonzero(placed0), free)  # shared by the placements
 
