@@ -183,15 +183,31 @@ def test_cyclic_canonical_rule_reaches_the_bound_where_the_other_rules_miss_it()
 
 
 def test_cyclic_improvement_reaches_the_bound_where_the_greedy_rules_miss_it():
-    """A measured case: held-out distill-train's step. Every order and rule stops 1.4 %
-    above the bound; three improvement rounds reach it."""
+    """A measured case: held-out vae-train's step. Every order and rule stops 5.6 % above
+    the bound; 60 improvement rounds get within 0.1 % (the search stops within 1/1024 of
+    the floor). (Held-out distill-train's step was the case, 1.4 % above greedily, until
+    the cyclic packers tried the buffers across the cut first: that order packs it at
+    1.0005 with no round.)"""
+    from memtune.trace.plan import make_plan
+
+    template = _step_of(Path(__file__).parents[2] / "benchmarks" / "heldout" / "vae-train.jsonl.gz")
+    greedy = make_plan(template, rounds=0)
+    improved = make_plan(template, time_budget=60.0, rounds=60)
+    assert greedy.ratio > 1.05
+    assert improved.ratio < 1.001 and improved.packing.method.endswith("-improved")
+
+
+def test_buffers_across_the_cut_first_pack_a_step_the_other_orders_leave_above_its_bound():
+    """A measured case: held-out distill-train's step (two steps on a cycle, 6 of its 432
+    buffers across the cut). Every other order and rule stops 1.4 % above the bound; the
+    buffers across the cut placed first, the canonical rule packs it within 0.1 %."""
     from memtune.trace.plan import make_plan
 
     template = _step_of(Path(__file__).parents[2] / "benchmarks" / "heldout" / "distill-train.jsonl.gz")
     greedy = make_plan(template, rounds=0)
-    improved = make_plan(template, time_budget=60.0, rounds=3)
-    assert greedy.ratio > 1.01
-    assert improved.ratio < 1.0005 and improved.packing.method.endswith("-improved")
+    others = [peak for method, peak in greedy.packing.tried.items() if "-by-wrap" not in method]
+    assert others and min(others) > 1.01 * greedy.packing.lower_bound
+    assert greedy.packing.method.endswith("-by-wrap") and greedy.ratio < 1.001
 
 
 def test_cyclic_packing_rejects_bad_buffers():
