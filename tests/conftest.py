@@ -68,12 +68,14 @@ PER_TRACE_FILES = ("test_targets.py", "test_runplan.py", "test_longer_runs.py")
 _REPO = Path(__file__).resolve().parents[1]
 
 
-def _trace_group(item: pytest.Item) -> str | None:
-    if item.path.name not in PER_TRACE_FILES:
-        return None
-    callspec = getattr(item, "callspec", None)
-    name = callspec.params.get("name") if callspec is not None else None
-    return name.removesuffix(".jsonl.gz") if isinstance(name, str) else None
+def work_unit(nodeid: str) -> str:
+    """The unit of work that runs on one xdist worker: ``trace:<name>`` for a test of
+    PER_TRACE_FILES whose one parameter is a trace, else the test's file. Read from the
+    node id alone, because the controller, which schedules, sees nothing else."""
+    path, _, test = nodeid.partition("::")
+    if Path(path).name in PER_TRACE_FILES and test.endswith("]") and "[" in test:
+        return "trace:" + test[test.index("[") + 1:-1].removesuffix(".jsonl.gz")
+    return path
 
 
 def _trace_bytes() -> dict[str, int]:
@@ -89,25 +91,40 @@ def _trace_bytes() -> dict[str, int]:
     return sizes
 
 
+def _under_loadgroup(config: pytest.Config) -> bool:
+    # An xdist worker sees ``dist`` as "no" and ``loadgroup`` as True (xdist.remote.setup_config).
+    return getattr(config.option, "loadgroup", False) or getattr(config.option, "dist", "no") == "loadgroup"
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under ``--dist loadgroup`` (pyproject's addopts): a group per trace in PER_TRACE_FILES,
-    a group per file elsewhere (module-scoped fixtures and caches are made once, as under
-    ``loadfile``). Workers take groups in collection order, so the files come first (those
-    with the most tests first), then the traces, largest first: the last groups are the
-    smallest, and the two workers finish close together."""
-    if not config.pluginmanager.hasplugin("xdist") or getattr(config.option, "dist", "no") != "loadgroup":
+    """Under ``--dist loadgroup`` (pyproject's addopts), order the tests by work unit: the
+    files first (those with the most tests first), then the traces, largest first. The
+    scheduler below hands units out in this order, so the last are the smallest and the
+    two workers finish close together. Without xdist the order is pytest's."""
+    if not config.pluginmanager.hasplugin("xdist") or not _under_loadgroup(config):
         return
-    groups: dict[str, list[pytest.Item]] = {}
-    traces: set[str] = set()
+    units: dict[str, list[pytest.Item]] = {}
     for item in items:
-        trace = _trace_group(item)
-        group = f"trace:{trace}" if trace is not None else item.path.relative_to(_REPO).as_posix()
-        if trace is not None:
-            traces.add(group)
-        item.add_marker(pytest.mark.xdist_group(group))
-        groups.setdefault(group, []).append(item)
+        units.setdefault(work_unit(item.nodeid), []).append(item)
     sizes = _trace_bytes()
-    files = sorted((g for g in groups if g not in traces), key=lambda g: -len(groups[g]))
-    by_size = sorted(traces, key=lambda g: (-sizes.get(g.removeprefix("trace:"), 0), g))
-    items[:] = [item for g in files + by_size for item in groups[g]]
+    files = sorted((u for u in units if not u.startswith("trace:")), key=lambda u: -len(units[u]))
+    traces = sorted((u for u in units if u.startswith("trace:")),
+                    key=lambda u: (-sizes.get(u.removeprefix("trace:"), 0), u))
+    items[:] = [item for u in files + traces for item in units[u]]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """Under ``--dist loadgroup``, schedule by :func:`work_unit`. (xdist's own loadgroup reads
+    ``xdist_group`` marks by appending them to each node id, which pytest 9.2's node ids no
+    longer allow: every test then went out alone, and each worker replayed most traces.)"""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class PerTraceScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return PerTraceScheduling(config, log)
