@@ -10233,7 +10233,7 @@ HELDOUT: dict[str, Workload] = {
     "siamfc-track-train": siamfc_track_train,
     "schnet-mol-train": schnet_mol_train,
     # the twenty-third set, captured after the twenty-second was measured and committed (in
-    # twentythird/) before it is measured, to check a later change: a non-autoregressive TTS model
+    # twentythird/) before it was measured, and measured once with unchanged code: a non-autoregressive TTS model
     # whose length regulator repeats each phoneme's state by its drawn duration, so the decoder's
     # length follows the data, semi-supervised steps with weak and strong views of an unlabeled
     # batch interleaved with the labeled one and a loss over only the confident pseudo-labels
