@@ -118,7 +118,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """Under ``--dist loadgroup``, schedule by :func:`work_unit`. (xdist's own loadgroup reads
     ``xdist_group`` marks by appending them to each node id, which pytest 9.2's node ids no
-    longer allow: every test then went out alone, and each worker replayed most traces.)"""
+    longer allow: every test then went out alone, and each worker replayed most traces.
+    pytest-dev/pytest-xdist#1386, open with a fix proposed in #1388.)"""
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadScopeScheduling

@@ -1,8 +1,9 @@
 """tests/conftest.py's xdist scheduling, checked in a run of its own: every test of one trace
 runs on one worker, so the per-worker caches (replays, step analyses, plans) are made once.
 
-xdist's own ``loadgroup`` stopped grouping anything under pytest 9.2 without an error, and
-each worker replayed most traces: CI took 10 more CPU minutes before anyone noticed. This
+xdist's own ``loadgroup`` stopped grouping anything under pytest 9.2 without an error
+(pytest-dev/pytest-xdist#1386), and each worker replayed most traces: CI took 10 more CPU
+minutes before anyone noticed. This
 runs pytest with two workers on a few stand-in files named as the per-trace files are.
 """
 
