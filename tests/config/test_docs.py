@@ -60,14 +60,17 @@ def test_unknown_format_is_a_clear_error():
 
 
 def test_policy_page_names_declared_variables_with_their_defaults():
-    """docs/policy.md is written by hand: every MEMTUNE_* it names must exist, and its
-    table of trade-off knobs must give the registry's defaults."""
+    """docs/policy.md and the record of its measurements (docs/policy-log.md) are written
+    by hand: every MEMTUNE_* they name must exist, and policy.md's table of trade-off knobs
+    must give the registry's defaults."""
     import re
 
     text = (REPO / "docs" / "policy.md").read_text(encoding="utf-8")
+    log = (REPO / "docs" / "policy-log.md").read_text(encoding="utf-8")
     declared = {v.name for v in config.variables()}
-    named = set(re.findall(r"MEMTUNE_[A-Z_]+", text))
-    assert named and named <= declared, sorted(named - declared)
+    for page in (text, log):
+        named = set(re.findall(r"MEMTUNE_[A-Z_]+", page))
+        assert named and named <= declared, sorted(named - declared)
     rows = {m[0]: m[1] for m in re.findall(r"^\| `(MEMTUNE_[A-Z_]+)`[^|]* \| ([^|]+) \|", text, re.M)}
     assert float(rows["MEMTUNE_SLACK"]) == config.get("MEMTUNE_SLACK")
     assert float(rows["MEMTUNE_TRIM_BUDGET"]) == config.get("MEMTUNE_TRIM_BUDGET")

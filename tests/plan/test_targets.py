@@ -31,7 +31,7 @@ HELDOUT = {r.file: r.path for r in sorted(HELDOUT_RUNS, key=lambda r: (r.set != 
 
 NON_CACHING = ("mxnet-unpooled",)
 #: Misses that came with the floor under the growth chunk (MEMTUNE_GROWTH_MIN, 6 MiB), measured
-#: on the sets already seen (docs/policy.md, "A floor under the growth chunk"). The numbers in
+#: on the sets already seen (docs/policy-log.md, "A floor under the growth chunk"). The numbers in
 #: the other reasons are as measured when their set was; BENCHMARKS.md has today's.
 GROWTH_MIN = "MEMTUNE_GROWTH_MIN"
 #: Below this lower bound the ratio to it measures allocation granularity (512 B
