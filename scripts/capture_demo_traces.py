@@ -11023,7 +11023,7 @@ HELDOUT: dict[str, Workload] = {
     "tabnet-train": tabnet_train,
     "multilora-serve": multilora_serve,
     # the twenty-fourth set, captured after the twenty-third was measured and committed (in
-    # twentyfourth/) before it is measured, to check a later change: a redundancy-reduction loss
+    # twentyfourth/) before it was measured, and measured once with unchanged code: a redundancy-reduction loss
     # over the 2048 x 2048 cross-correlation of two augmented views' embeddings under LARS's
     # per-parameter norms, a ConvLSTM stack unrolled over 19 frames with scheduled sampling whose
     # every gate waits for the backward, a click model's mixture of low-rank cross experts over
