@@ -519,7 +519,11 @@ def test_a_later_run_served_by_a_plan_is_within_a_page_of_the_page_rounded_bound
     "grpo-rollout-train": "twenty-second set: 1.1002 x the bound with the plan, 1.0484 learned online (completions end "
                           "at a sampled EOS, so each step's rollouts have other lengths)",
     "set-transformer-train": "twenty-fourth set: 1.0421 x the bound with the plan, 1.0197 learned online (each step "
-                             "draws the sets' size)"}))
+                             "draws the sets' size)",
+    "pointpillars-train": "twenty-fifth set: 1.0868 x the bound with the plan, 1.0620 learned online (each step's "
+                          "pillar count follows the drawn LiDAR points)",
+    "fid-rag-train": "twenty-fifth set: 1.0426 x the bound with the plan, 1.0196 learned online (each step draws how "
+                     "many passages are retrieved, padded to the step's longest)"}))
 def test_a_plan_from_a_run_with_other_shapes_costs_little(later_runs, name):
     """(speculative-decode's later run leaves its plan in the first rounds; plan mode
     then learns a round online. Taken over into an arena of its own beside the pages
@@ -658,8 +662,17 @@ BELOW_PLAN_SINCE_GROWTH_MIN = {
 }
 
 
+#: plan mode takes over a pattern inside the step during its climb and again each step, and each
+#: take-over gives the online policy's free pages back (tests/plan/test_targets.py says more)
+PATTERN_TAKEOVER = {
+    "meshgraphnet-train": "twenty-fifth set: memtune-plan 1.0275, memtune 1.0141 (a 70-event pattern inside the "
+                          "step, one of its 15 message-passing blocks, is taken over during the climb and left "
+                          "3-5 cycles later, every step)",
+}
+
+
 @pytest.mark.parametrize("name", with_measured_misses([n for n in FIXED_SHAPES if n not in CLIMB_TAKEOVER],
-                                                      BELOW_PLAN_SINCE_GROWTH_MIN))
+                                                      {**BELOW_PLAN_SINCE_GROWTH_MIN, **PATTERN_TAKEOVER}))
 def test_learning_online_never_raises_the_peak_of_a_later_run_over_memtune(later_runs, name):
     """Past the climb, a learned plan that the online policy's kept pages plus the arena
     would push over the peak is left alone (PlanAllocator._raises_peak)."""
