@@ -13096,8 +13096,8 @@ HELDOUT: dict[str, Workload] = {
     "glow-tts-train": glow_tts_train,
     "spacebyte-lm-train": spacebyte_lm_train,
     # the twenty-fifth set, captured after the twenty-fourth was committed (in twentyfifth/) before
-    # it was measured, and measured once with unchanged code: a time-domain speech separator's dilated depthwise
-    # temporal blocks over 2,000 frames under a permutation-invariant SI-SNR loss, a mesh simulator's
+    # it was measured, and measured once with unchanged code: a time-domain speech separator's
+    # dilated depthwise temporal blocks over 2,000 frames under a permutation-invariant SI-SNR loss, a mesh simulator's
     # 15 message-passing blocks over a fixed mesh with gathered edge inputs summed by index_add,
     # Gaussian splatting's dense pixel-by-Gaussian alpha compositing after a depth sort, LiDAR points
     # voxelised into a drawn number of pillars by unique and scattered into a BEV canvas before a
