@@ -63,6 +63,7 @@ like any preset.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -184,8 +185,15 @@ class _BestFit(SortedList):
     """Free holes as (size, start): the smallest that fits, lowest start on ties, is one bisect."""
 
     def take(self, size: int) -> int | None:
-        i = self.bisect_left((size, 0))
-        return None if i == len(self) else self[i][1]
+        # (one bisect of SortedList's sublist maxima, then of one sublist: what
+        # bisect_left and indexing do, without their Python-level steps per allocation)
+        maxes = self._maxes
+        key = (size, 0)
+        pos = bisect_left(maxes, key)
+        if pos == len(maxes):
+            return None
+        sub = self._lists[pos]
+        return sub[bisect_left(sub, key)][1]
 
 
 class _FirstFit:

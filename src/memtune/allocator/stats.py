@@ -76,6 +76,39 @@ class Stats:
 
     def on_alloc(self, pool: int, size: int, requested: int) -> None:
         """A block became live: allocation, allocated_bytes, active, active_bytes, requested_bytes."""
+        if self._shared:  # (unrolled: a replay calls this once per allocation)
+            a, b, c, d, e, f = self._rows[pool]
+            x = a[0] + 1
+            a[0] = x
+            if x > a[1]:
+                a[1] = x
+            a[2] += 1
+            x = b[0] + 1
+            b[0] = x
+            if x > b[1]:
+                b[1] = x
+            b[2] += 1
+            x = c[0] + size
+            c[0] = x
+            if x > c[1]:
+                c[1] = x
+            c[2] += size
+            x = d[0] + size
+            d[0] = x
+            if x > d[1]:
+                d[1] = x
+            d[2] += size
+            x = e[0] + requested
+            e[0] = x
+            if x > e[1]:
+                e[1] = x
+            e[2] += requested
+            x = f[0] + requested
+            f[0] = x
+            if x > f[1]:
+                f[1] = x
+            f[2] += requested
+            return
         for a, amount in zip(self._rows[pool], self._amounts(size, requested)):
             c = a[0] + amount
             a[0] = c
@@ -85,6 +118,21 @@ class Stats:
 
     def on_free(self, pool: int, size: int, requested: int) -> None:
         """A live block was freed (the reverse of :meth:`on_alloc`)."""
+        if self._shared:
+            a, b, c, d, e, f = self._rows[pool]
+            a[0] -= 1
+            a[3] += 1
+            b[0] -= 1
+            b[3] += 1
+            c[0] -= size
+            c[3] += size
+            d[0] -= size
+            d[3] += size
+            e[0] -= requested
+            e[3] += requested
+            f[0] -= requested
+            f[3] += requested
+            return
         for a, amount in zip(self._rows[pool], self._amounts(size, requested)):
             a[0] -= amount
             a[3] += amount
