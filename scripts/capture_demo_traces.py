@@ -13111,7 +13111,7 @@ HELDOUT: dict[str, Workload] = {
     "fid-rag-train": fid_rag_train,
     "rgcn-link-train": rgcn_link_train,
     # the twenty-sixth set, captured after the twenty-fifth was committed (in twentysixth/) before
-    # it is measured, to check a later change: efficient self-attention over 16,384 queries against
+    # it was measured, and measured once with unchanged code: efficient self-attention over 16,384 queries against
     # strided-reduced keys with depthwise convs in the feed-forward and an all-MLP decoder at a quarter
     # resolution, a 1D conditional U-Net with FiLM over short action sequences beside a GroupNorm
     # ResNet encoding stacked frames and an EMA copy updated parameter by parameter, an mLSTM's

@@ -245,7 +245,9 @@ def test_memtune_reserves_no_more_than_any_caching_preset(trace_results, name):
         ("convlstm-predict-train.jsonl.gz", "1.0572 (1.0679 on its later run)"),
         ("dcnv2-ctr-train.jsonl.gz", "1.0501 (1.0981 on its later run, once the device-call budget is spent)"))},
     "pointpillars-train.jsonl.gz": "twenty-fifth set: 1.0759 (1.0620 on its later run; each step's pillar count "
-                                   "follows the drawn LiDAR points)"}))
+                                   "follows the drawn LiDAR points)",
+    "din-ctr-train.jsonl.gz": "twenty-sixth set: 1.0668 (1.0823 on its later run; each batch's user histories are "
+                              "padded to its drawn longest, so every step's largest blocks change size)"}))
 def test_memtune_within_5_percent_of_the_lower_bound(trace_results, name):
     bad = []
     for device, lb, per in trace_results(name):
@@ -368,7 +370,10 @@ CALLS_KNOWN_MISSES = {"lifetimes-pangu-2.6b.csv"}
         ("pointpillars-train.jsonl.gz", "182 calls, pytorch-cuda 35 (161 on its later run; each step's pillar "
                                         "count follows the drawn LiDAR points)"),
         ("rgcn-link-train.jsonl.gz", "75 calls, pytorch-cuda 18 (114 on its later run; each step's sampled "
-                                     "subgraph has a drawn node count)"))}}))
+                                     "subgraph has a drawn node count)"))},
+    "din-ctr-train.jsonl.gz": "twenty-sixth set: 52 calls, pytorch-cuda 15 (50 on its later run; each step's "
+                              "padded batch resizes the largest blocks, and the policy moves pages between the "
+                              "holes they leave, an unmap and a map at a time)"}))
 def test_memtune_device_calls_at_most_twice_pytorch_cuda(trace_results, name):
     bad = []
     for device, _lb, per in trace_results(name):
@@ -491,7 +496,8 @@ EARLY_PEAK = "the peak falls in the first repeated step, served online while pla
                                   "stft-enhance-train.jsonl.gz", "siamfc-track-train.jsonl.gz",
                                   "encodec-rvq-train.jsonl.gz", "tabnet-train.jsonl.gz",
                                   "convlstm-predict-train.jsonl.gz", "dcnv2-ctr-train.jsonl.gz",
-                                  "gaussian-splat-train.jsonl.gz", "meshgraphnet-train.jsonl.gz"])
+                                  "gaussian-splat-train.jsonl.gz", "meshgraphnet-train.jsonl.gz",
+                                  "diffusion-policy-train.jsonl.gz", "xlstm-lm-train.jsonl.gz"])
 def test_the_whole_run_plan_misses_peak_before_the_step_can_be_planned(name):
     """The reason given for the whole-run misses below is a measured fact: live bytes
     first peak in a repetition of the step that plan mode cannot have planned yet."""
@@ -592,7 +598,10 @@ def test_the_whole_run_plan_misses_peak_before_the_step_can_be_planned(name):
                                         "climb and again in each step, and leaves it 3-5 cycles later; each "
                                         "take-over gives the online policy's free pages back (299 calls, memtune "
                                         "40). Counting a plan left within 8 cycles as short (PlanSpec.short_serve) "
-                                        "gives 1.0208 with 164 calls, but PanGu's plan 1.0349 against 1.0197"))}}))
+                                        "gives 1.0208 with 164 calls, but PanGu's plan 1.0349 against 1.0197"))},
+    **{n: f"twenty-sixth set: {EARLY_PEAK} ({r})" for n, r in (
+        ("diffusion-policy-train.jsonl.gz", "1.0348; memtune 1.0388"),
+        ("xlstm-lm-train.jsonl.gz", "1.0302; memtune 1.0368"))}}))
 def test_whole_run_plan_mode_within_2_percent_where_a_step_repeats(trace_results, name):
     """Where a step repeats over at least half of a device's events, the whole
     ``memtune-plan`` replay (learning steps served online included) peaks within
