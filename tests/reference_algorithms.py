@@ -14,6 +14,11 @@ dense placement cannot place) now shares that test with the fast placements, so 
 catch a bug there. tests/plan/test_packing_reference.py checks that the fast versions give the
 same offsets;
 benchmarks/bench_packing.py measures these as the baselines.
+
+``reference_suffix_period``, plan mode's test for a period ending at the newest token
+(memtune.trace.plan's ``suffix_period``) as of commit 9b71e11, before it tested every
+candidate period on the last 64 tokens at once: tests/plan/test_plan.py checks that it
+finds the same period.
 """
 
 from __future__ import annotations
@@ -291,3 +296,23 @@ def reference_place_canonical(order: np.ndarray, lo1: np.ndarray, hi1: np.ndarra
             min_off[m] = h
             key[m] = h * n + rank[m]
     return off
+
+
+def reference_suffix_period(tokens: np.ndarray, min_period: int, max_period: int, repeats: int = 2) -> int | None:
+    """suffix_period as of commit 9b71e11: each candidate's whole span compared in turn."""
+    n = len(tokens)
+    hi = min(max_period, n // repeats)
+    if hi < min_period:
+        return None
+    rev = tokens[::-1]
+    k = min(8, hi)
+    ok = np.ones(hi + 1, dtype=bool)
+    ok[:min_period] = False
+    for j in range(k):
+        seg = rev[j: j + hi + 1]
+        ok[: len(seg)] &= seg == rev[j]
+    for p in np.flatnonzero(ok):
+        p = int(p)
+        if p and np.array_equal(tokens[n - repeats * p: n - p], tokens[n - (repeats - 1) * p:]):
+            return p
+    return None

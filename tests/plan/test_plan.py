@@ -76,6 +76,20 @@ def test_tokens_are_step_invariant_and_the_period_is_found_after_a_warmup():
     assert suffix_period(toks, 2, 1000) == p
 
 
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.integers(0, 4), min_size=1, max_size=40), st.integers(1, 12), st.integers(0, 300),
+       st.integers(2, 4), st.lists(st.integers(0, 4), max_size=3))
+def test_suffix_period_is_the_reference(step, copies, max_period, repeats, tail):
+    """The period found at the newest token is the one the earlier version found (many
+    candidates: tokens from a small alphabet; most streams here repeat a step)."""
+    from reference_algorithms import reference_suffix_period
+
+    toks = np.array(step * copies + tail, dtype=np.int64)
+    for min_period in (1, 4):
+        assert suffix_period(toks, min_period, max_period, repeats) == reference_suffix_period(
+            toks, min_period, max_period, repeats)
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.integers(0, 5), min_size=2, max_size=12), st.integers(2, 6), st.lists(st.integers(6, 9), max_size=5))
 def test_detect_period_finds_the_repetition(unit, reps, prefix):
