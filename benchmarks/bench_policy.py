@@ -69,8 +69,12 @@ LATER_RUNS = tuple(sorted((r.rerun, r.path) for r in HELDOUT_RUNS if r.rerun is 
 #: replayed with that step played LONG_RUN_STEPS more times (memtune.trace.extend.repeat_step).
 LONG_RUNS = tuple(r.name for r in HELDOUT_RUNS if r.fixed_shapes)
 LONG_RUN_STEPS = 200
-#: improvement rounds of a run plan's packings (a count: the same plan on any machine)
+#: improvement rounds of a run plan's packings (a count: the same plan on any machine), for a
+#: run of fixed shapes; a run whose shapes change every step gets none, as plan mode packs
+#: online (its later run leaves the plan in its first steps: tests/plan/test_runplan.py)
 RUN_PLAN_ROUNDS = 40
+#: the runs whose plans get RUN_PLAN_ROUNDS rounds, by their later runs' paths
+_POLISHED = {r.rerun for r in HELDOUT_RUNS if r.rerun is not None and r.fixed_shapes}
 #: Below this lower bound a ratio to it measures allocation granularity, not fragmentation.
 MIN_MEANINGFUL_BOUND = 64 * 1024
 #: Presets that never cache (a device call per tensor): listed, but not a target to beat.
@@ -270,7 +274,7 @@ def later_runs(quick: bool, tmp: Path) -> list[dict]:
             continue
         t = time.perf_counter()
         plan = runplan.make_run_plan(memtune.load_trace(first).devices[0].events, time_budget=PACK_SECONDS,
-                                     rounds=RUN_PLAN_ROUNDS)
+                                     rounds=RUN_PLAN_ROUNDS if later_path in _POLISHED else 0)
         plan_seconds = time.perf_counter() - t
         path = plan.save(tmp / f"{later_path.name}.plan.json")
         later = memtune.load_trace(later_path)
@@ -465,8 +469,8 @@ def render(rows: list[Row], pols: list[str], command: str, seconds: float, heldo
                   "recorded run instead (its first steps packed around the repeating step), and memtune-plan",
                   "serves a later run of the same program from its first allocation (`MEMTUNE_PLAN_FILE`), until",
                   "the run leaves the recorded sequence. Each row: the plan is made from the first run (the trace",
-                  "above, packed with "
-                  f"{RUN_PLAN_ROUNDS} improvement rounds), then replayed on a second run of the same program",
+                  f"above, packed with {RUN_PLAN_ROUNDS} improvement rounds where its shapes are fixed, none where",
+                  "they change), then replayed on a second run of the same program",
                   "captured separately (`benchmarks/heldout/rerun`: twice the steps, other data). In",
                   "lstm-varlen-train the shapes follow the data, so the second run leaves the plan at its ninth",
                   "event, and bert-mlm-train and moe-train (sizes drawn from the data) leave it early too: what the",
