@@ -187,8 +187,8 @@ class _BestFit(SortedList):
     def take(self, size: int) -> int | None:
         # (one bisect of SortedList's sublist maxima, then of one sublist: what
         # bisect_left and indexing do, without their Python-level steps per allocation.
-        # _maxes and _lists are SortedList's layout in sortedcontainers 2.x, which
-        # pyproject.toml requires; tests/allocator checks best fit's choices)
+        # _maxes and _lists are SortedList's layout in the sortedcontainers pyproject.toml
+        # requires, 2.4 and later; tests/allocator checks best fit's choices)
         maxes = self._maxes
         key = (size, 0)
         pos = bisect_left(maxes, key)
