@@ -442,7 +442,8 @@ COSTLY_DEVIATION = {"moe-train"}
 #: twenty-five sets (peak with the plan / learned online, 40 rounds -> none): 47 the same,
 #: dino-multicrop-train 1.0375 -> 1.0042, fid-rag-train 1.0226 -> 1.0056,
 #: detect-varbox-train 0.9822 -> 0.9778, speculative-decode 1.0000 -> 1.0179; making the
-#: 53 plans took 290 s with the rounds and 80 s without.
+#: 53 plans took 290 s with the rounds and 80 s without. (benchmarks/bench_policy.py's
+#: later-run table makes its plans the same way.)
 PLAN_ROUNDS = 40
 
 
