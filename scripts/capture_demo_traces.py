@@ -15161,7 +15161,7 @@ HELDOUT: dict[str, Workload] = {
     "pointnet2-seg-train": pointnet2_seg_train,
     "sam-prompt-train": sam_prompt_train,
     # the twenty-seventh set, captured after the twenty-sixth was measured and committed (in
-    # twentyseventh/) before it is measured, to check a later change: divided space-time attention
+    # twentyseventh/) before it was measured, and measured once with unchanged policy: divided space-time attention
     # reshaping the same tokens into (b h w) x t and (b t) x (h w) copies with a class token repeated
     # to every frame, a detector of centre points whose Gaussian heatmap targets are collated beside
     # 128 padded object slots under a focal loss over the whole heatmap, channel-independent patch
