@@ -23,18 +23,15 @@ def _longer(name: str, extra_steps: tuple[int, ...], policy: str,
             settings: tuple[tuple[str, str], ...] = ()) -> list[tuple[int, int]]:
     """(device calls, peak reserved) of ``policy`` (with ``settings``) on the run with its
     step played ``max(extra_steps)`` more times (memtune.trace.extend.repeat_step), read
-    where each count of ``extra_steps`` more steps ends: one replay, however many counts."""
-    from memtune.trace.extend import repeat_step, step_copy_ends
-    from memtune.trace.plan import find_step
-    from memtune.trace.replay import replay_device
+    where each count of ``extra_steps`` more steps ends: one replay, however many counts,
+    which stops where memtune's state repeats (memtune.trace.extend.replay_longer_run;
+    tests/trace/test_longer_run.py holds it to the whole replay)."""
+    from memtune.trace.extend import replay_longer_run
 
     tr = _load(name)
     dt = dataclasses.replace(tr.devices[0], settings={})
-    per = find_step(dt.events)[0]
-    ends = step_copy_ends(dt, max(extra_steps), period=per)
-    r = replay_device(tr, repeat_step(dt, max(extra_steps), period=per), policy, settings=dict(settings) or None,
-                      checkpoints=[ends[k] for k in extra_steps])
-    return [(c.device_calls, c.peak_reserved_bytes) for c in r.checkpoints]
+    got = replay_longer_run(tr, dt, policy, extra_steps, settings=dict(settings) or None)
+    return [(got.checkpoints[k].device_calls, got.checkpoints[k].peak_reserved_bytes) for k in extra_steps]
 
 
 @pytest.mark.parametrize("name", with_measured_misses(sorted(RECORDED_STEPS), {

@@ -1089,6 +1089,34 @@ class ArenaAllocator(AllocatorBase):
             out.sort(key=lambda s: s.address)
             return out
 
+    def state_key(self) -> tuple | None:
+        """Everything its later choices depend on, but its clocks; None with listeners
+        attached (their own state is not known here).
+
+        Why: a longer run repeats one step (:mod:`memtune.trace.extend`). The clocks
+        (the age of free pages, of the live peak) are read only on a device call or a
+        new live peak. So if the key is the same where two copies of the step end, with
+        the device calls and the live peak unchanged, the copies between them made no
+        call and read no clock; each later copy then repeats them, call for call, and a
+        replay can stop there (:func:`memtune.trace.extend.replay_longer_run`).
+        """
+        with self._lock:
+            if self._listeners:
+                return None
+            st = self.stats
+            regions = tuple(
+                (key, r.base, r.top, tuple(sorted(r.holes.items())), tuple(r.mapped.items()),
+                 isinstance(r.free_index, _FirstFit))
+                for key, r in sorted(self._regions.items()))
+            live = tuple(sorted((a, b.size, b.requested, b.region.base, b.region.stream, b.region.pool)
+                                for a, b in self._live.items()))
+            tiny = (self._tiny_done, self._tiny_floor, tuple(sorted(self._tiny_seg.items())),
+                    tuple(sorted((n, tuple(addrs)) for n, addrs in self._tiny_free.items() if addrs)))
+            return (regions, live, tiny, self._fit, self._live_bytes, self._peak_live, self._climb_base,
+                    self._high_water, self._reserved, self._epoch_high, self._raised_pages, self._maps,
+                    self._trims, self._moves, self._large_moves, st.num_device_alloc, st.num_device_free,
+                    st.num_alloc_retries, st.num_ooms)
+
     # =============================================================== restore
     def restore(self, initial_segments: Iterable[SegmentState]) -> dict[int, int]:
         """Warm start: recreate ``initial_segments`` at their own addresses where the

@@ -14,17 +14,19 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-from typing import TYPE_CHECKING, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
 from memtune.errors import MemtuneError
-from memtune.trace.model import Action, DeviceTrace, Event
+from memtune.trace.model import Action, DeviceTrace, Event, Trace
 
 if TYPE_CHECKING:
     from memtune.trace.plan import Period
+    from memtune.trace.replay import Checkpoint, ReplayState
 
-__all__ = ["repeat_step", "step_copy_ends"]
+__all__ = ["LongerRun", "repeat_step", "replay_longer_run", "step_copy_ends"]
 
 
 def repeat_step(dt: DeviceTrace, extra_steps: int, *, min_period: int = 2,
@@ -51,9 +53,7 @@ def repeat_step(dt: DeviceTrace, extra_steps: int, *, min_period: int = 2,
     toks, keys = tokenize(events)
     dist = [keys[t][1] if keys[t][0] == FREE else None for t in toks.tolist()]
     token_at = {i: k for k, i in enumerate(at)}
-    span = 1 + max([ev.address + max(ev.size, 1) for ev in events] +
-                   [a + max(n, 1) for a, n, _s in dt.initial_live()] + [0])
-    base = -(-span // 4096) * 4096  # new addresses start above every recorded one
+    base = _new_addresses_from(dt)
     L = per.length
     tl = toks.tolist()
     out: list[Event] = list(events[:lo])
@@ -137,6 +137,16 @@ def repeat_step(dt: DeviceTrace, extra_steps: int, *, min_period: int = 2,
     return dataclasses.replace(dt, events=out)
 
 
+def _new_addresses_from(dt: DeviceTrace) -> int:
+    """Where :func:`repeat_step`'s new addresses start: above every recorded one. The
+    block allocated at output position q (allocs and frees, from the last repetition
+    on) gets ``base + 512 * q``, so each copy's addresses are the copy before's plus
+    512 x the step's length."""
+    span = 1 + max([ev.address + max(ev.size, 1) for ev in dt.events] +
+                   [a + max(n, 1) for a, n, _s in dt.initial_live()] + [0])
+    return -(-span // 4096) * 4096
+
+
 def step_copy_ends(dt: DeviceTrace, extra_steps: int, *, min_period: int = 2,
                    period: Period | None = None) -> list[int]:
     """Where each copy of the step ends in ``repeat_step(dt, extra_steps)``'s events.
@@ -151,6 +161,108 @@ def step_copy_ends(dt: DeviceTrace, extra_steps: int, *, min_period: int = 2,
     _check_extra_steps(extra_steps)
     _at, _per, _last, lo, hi = _last_step(dt, min_period, period, "step_copy_ends")
     return [lo + (k + 1) * (hi - lo) for k in range(extra_steps + 1)]
+
+
+@dataclass(frozen=True)
+class LongerRun:
+    """What :func:`replay_longer_run` found: the counts where the asked copies end."""
+
+    #: extra steps -> the counts once that many more copies of the step were replayed
+    #: (its ``event_index`` is where that copy ends in ``repeat_step(dt, max(extra steps))``)
+    checkpoints: dict[int, Checkpoint]
+    #: the copy from which the allocator's state repeats (every later copy makes no device
+    #: call and reserves nothing new); None when it did not repeat within the copies replayed
+    settled: int | None
+    #: how many copies one repetition of that state spans (None with ``settled``)
+    cycle: int | None
+    #: copies of the step replayed to find this (the longest replay made)
+    replayed: int
+
+
+#: copies of the step a first, short replay of :func:`replay_longer_run` plays: most runs'
+#: state repeats within them (the longer run is then neither built nor replayed)
+FIRST_TRY_COPIES = 32
+
+
+def replay_longer_run(trace: Trace, dt: DeviceTrace, policy: str, extra_steps: Sequence[int], *,
+                      settings: Mapping[str, Any] | None = None, min_period: int = 2,
+                      period: Period | None = None) -> LongerRun:
+    """The device calls and reserved memory of ``policy`` where the ``k``-th more copy of
+    the step ends in ``repeat_step(dt, max(extra_steps))``, for each ``k`` of ``extra_steps``.
+
+    Why: whether an allocator settles on a long run needs thousands of steps, and their
+    replay costs minutes. It needs fewer: where the allocator's decision state
+    (``state_key()``, the blocks' trace addresses counted from their own copy, and the
+    counts) is the same at two copy ends, every later copy repeats what the copies
+    between them did, and the counts stay as they are. So the replay stops there: first
+    within :data:`FIRST_TRY_COPIES` copies, else on the whole longer run. Allocators
+    without ``state_key()`` (every preset but ``memtune``) replay the whole run. Only the
+    copies' ends are read, not the events that close the run. ``trace`` names the source
+    in errors; ``settings`` as for :func:`memtune.trace.replay.replay_device`.
+    """
+    from memtune.trace.replay import UNLIMITED_CAPACITY, effective_settings, make_allocator, replay_device
+
+    if isinstance(extra_steps, (str, bytes)) or not isinstance(extra_steps, Sequence) or not extra_steps:
+        raise ValueError(f"extra_steps must be a non-empty sequence of step counts; got {extra_steps!r}")
+    for k in extra_steps:
+        _check_extra_steps(k)
+    most = max(extra_steps)
+    _at, per, _last, _lo, _hi = _last_step(dt, min_period, period, "replay_longer_run")
+    base, stride = _new_addresses_from(dt), 512 * per.length
+    full_ends = step_copy_ends(dt, most, min_period=min_period, period=per)
+    probe, _dev = make_allocator(policy, UNLIMITED_CAPACITY, effective_settings(dt, policy, settings))
+    tries = (min(most, FIRST_TRY_COPIES), most) if hasattr(probe, "state_key") else (most,)
+    probe.close()
+    for n in dict.fromkeys(tries):
+        run = repeat_step(dt, n, min_period=min_period, period=per)
+        ends = full_ends[:n + 1]
+        # a shorter run's last copy is followed by the run's closing events, not by a copy:
+        # its state there is not the longer run's (infer_empty_cache reads the next event)
+        read = ends if n == most else ends[:-1]
+        copy_at = {e: k for k, e in enumerate(read)}
+        seen: dict[tuple, int] = {}
+        found: list[tuple[int, int]] = []
+
+        def until(s: ReplayState) -> bool:
+            k = copy_at[s.event_index]
+            key = _copy_end_key(s, base, stride * k)
+            if key is None:  # (a listener was attached): the whole run is replayed next
+                return n < most
+            first = seen.setdefault(key, k)
+            if first != k:
+                found.append((first, k))
+                return True
+            return False
+
+        r = replay_device(trace, run, policy, settings=settings, checkpoints=read, until=until)
+        replayed = len(r.checkpoints) - 1
+        if found or n == most:
+            break
+    taken = r.checkpoints
+    out: dict[int, Checkpoint] = {}
+    for k in sorted(set(extra_steps)):
+        if found and k > found[0][1]:
+            out[k] = dataclasses.replace(taken[found[0][0]], event_index=full_ends[k])
+        else:
+            out[k] = taken[k]
+    settled, cycle = (found[0][0], found[0][1] - found[0][0]) if found else (None, None)
+    return LongerRun(out, settled, cycle, replayed)
+
+
+def _copy_end_key(s: ReplayState, base: int, shift: int) -> tuple | None:
+    """The replay's state where a copy ends, with the trace addresses of the copies'
+    blocks counted from that copy (``shift``: 512 x the step's length x the copy), so
+    that a later copy's blocks compare with an earlier one's; None when the allocator
+    cannot say what its state is."""
+    state_key = getattr(s.allocator, "state_key", None)
+    key = state_key() if state_key is not None else None
+    if key is None:
+        return None
+    addresses = s.addresses
+    live = tuple(sorted((a >= base, a - shift if a >= base else a, addresses.get(a, -1), n)
+                        for a, n in s.requested.items()))
+    c = s.checkpoint
+    return key, live, s.ooms, c.device_allocs, c.device_frees, c.peak_reserved_bytes, c.reserved_bytes
 
 
 def _check_extra_steps(extra_steps: int) -> None:

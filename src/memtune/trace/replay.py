@@ -14,7 +14,7 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from memtune.errors import MemtuneError, OutOfMemoryError, TraceError
 from memtune.trace.model import Action, DeviceTrace, Trace
@@ -78,6 +78,27 @@ class Checkpoint:
     @property
     def device_calls(self) -> int:
         return self.device_allocs + self.device_frees
+
+
+@dataclass(frozen=True)
+class ReplayState:
+    """What a replay holds at a checkpoint, for ``replay_device(until=...)`` to look at.
+
+    Why: a replay of a longer run can stop once the allocator's state repeats
+    (:func:`memtune.trace.extend.replay_longer_run`); that needs the allocator and
+    which trace address each live block has there. Read it, do not change it.
+    """
+
+    event_index: int
+    #: the counts recorded there
+    checkpoint: Checkpoint
+    allocator: Any
+    #: trace address -> the allocator's address, for every live block the allocator holds
+    addresses: Mapping[int, int]
+    #: trace address -> requested bytes, for every block live in the trace (one whose
+    #: allocation failed here too)
+    requested: Mapping[int, int]
+    ooms: int
 
 
 @dataclass
@@ -444,12 +465,16 @@ def replay_device(
     infer_empty_cache: bool = True,
     guide_addresses: bool = False,
     checkpoints: Sequence[int] = (),
+    until: Callable[[ReplayState], bool] | None = None,
 ) -> ReplayResult:
     """Replay one device stream under one policy. See :func:`replay`.
 
     ``checkpoints``: event indices into ``dt.events`` (0 to ``len(dt.events)``, in any
     order) at which to record the device calls and reserved memory so far, once every
     event before that index was replayed (``result.checkpoints``, in ascending order).
+    ``until``: called with the :class:`ReplayState` at each checkpoint, after it is
+    recorded; True ends the replay there (the result then counts the events replayed
+    so far, and ``result.checkpoints`` ends with that one).
     """
     cps = _checked_checkpoints(checkpoints, len(dt.events))
     eff = effective_settings(dt, policy, settings)
@@ -457,7 +482,7 @@ def replay_device(
     alloc, dev = make_allocator(policy, cap, eff, recorded_placements(dt, policy) if guide_addresses else None)
     try:
         result = _run(trace, dt, policy, eff, cap, alloc, dev, timeline, lenient, timeline_points, infer_empty_cache,
-                      cps)
+                      cps, until)
         result.overrides = dict(settings or {})
         return result
     finally:
@@ -497,7 +522,7 @@ def _checkpoint(alloc, dev, idx: int, tl: Timeline | None, initial_reserved: int
 
 
 def _run(trace, dt, policy, eff, cap, alloc, dev, timeline, lenient, timeline_points, infer,
-         checkpoints: Sequence[int] = ()) -> ReplayResult:
+         checkpoints: Sequence[int] = (), until: Callable[[ReplayState], bool] | None = None) -> ReplayResult:
     events = dt.events
     ALLOC, FREE, EMPTY = Action.ALLOC, Action.FREE, Action.EMPTY_CACHE
     OOM = Action.OOM
@@ -545,10 +570,16 @@ def _run(trace, dt, policy, eff, cap, alloc, dev, timeline, lenient, timeline_po
     due = pending.pop() if pending else len(events) + 1
     start = time.perf_counter()
     count = 0
+    stopped = False
     for idx in replayed:
         while idx >= due:  # every event before `due` is replayed
             taken.append(_checkpoint(alloc, dev, due, tl, initial_reserved))
+            if until is not None and until(ReplayState(due, taken[-1], alloc, addr_map, live_req, len(ooms))):
+                stopped = True
+                break
             due = pending.pop() if pending else len(events) + 1
+        if stopped:
+            break
         ev = events[idx]
         act = ev.action
         if act is ALLOC:
@@ -612,8 +643,10 @@ def _run(trace, dt, policy, eff, cap, alloc, dev, timeline, lenient, timeline_po
             _sample(tl, alloc, idx, t, bucket_req)
             bucket_req = requested
     seconds = time.perf_counter() - start
-    while due <= len(events):
+    while due <= len(events) and not stopped:
         taken.append(_checkpoint(alloc, dev, due, tl, initial_reserved))
+        if until is not None and until(ReplayState(due, taken[-1], alloc, addr_map, live_req, len(ooms))):
+            break
         due = pending.pop() if pending else len(events) + 1
 
     stats = alloc.memory_stats()
