@@ -15177,7 +15177,8 @@ HELDOUT: dict[str, Workload] = {
     "show-attend-tell-train": show_attend_tell_train,
     "srgnn-session-train": srgnn_session_train,
     # the twenty-eighth set, captured after the twenty-seventh was captured (before it was measured)
-    # and committed (in twentyeighth/) before it is measured, to check a later change: an unpaired
+    # and committed (in twentyeighth/) before it was measured, and measured once with unchanged
+    # policy: an unpaired
     # translation GAN's six generator passes kept for one backward beside discriminators fed from
     # pools that keep every generated image, a forecaster whose variable selection runs a gated
     # residual network per input variable and whose attention loops over heads, a click model's

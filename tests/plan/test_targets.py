@@ -249,7 +249,11 @@ def test_memtune_reserves_no_more_than_any_caching_preset(trace_results, name):
     "din-ctr-train.jsonl.gz": "twenty-sixth set: 1.0668 (1.0823 on its later run; each batch's user histories are "
                               "padded to its drawn longest, so every step's largest blocks change size)",
     "srgnn-session-train.jsonl.gz": "twenty-seventh set: 1.1388 (1.2213 on its later run; each batch's session graphs "
-                                    "are padded to its drawn largest unique-item count)"}))
+                                    "are padded to its drawn largest unique-item count)",
+    **{n: f"twenty-eighth set: {r}" for n, r in (
+        ("xdeepfm-ctr-train.jsonl.gz", "1.0591 (1.1224 on its 10-step later run, where the layout keeps drifting)"),
+        ("graph-unet-train.jsonl.gz", "1.0573 (1.0319 on its later run; each step draws 16 protein graphs of "
+                                      "52-858 residues, run one at a time with dense adjacencies)"))}}))
 def test_memtune_within_5_percent_of_the_lower_bound(trace_results, name):
     bad = []
     for device, lb, per in trace_results(name):
@@ -384,7 +388,9 @@ CALLS_KNOWN_MISSES = {"lifetimes-pangu-2.6b.csv"}
         ("show-attend-tell-train.jsonl.gz", "253 calls, pytorch-cuda 36 (212 on its later run, pytorch-cuda 39; the "
                                             "decoder loops over each batch's longest drawn caption)"),
         ("srgnn-session-train.jsonl.gz", "96 calls, pytorch-cuda 17 (118 on its later run, pytorch-cuda 16; each "
-                                         "batch's session graphs are padded to its drawn unique-item count)"))}}))
+                                         "batch's session graphs are padded to its drawn unique-item count)"))},
+    "xdeepfm-ctr-train.jsonl.gz": "twenty-eighth set: 99 calls, pytorch-cuda 34 (115 on its later run, pytorch-cuda "
+                                  "34)"}))
 def test_memtune_device_calls_at_most_twice_pytorch_cuda(trace_results, name):
     bad = []
     for device, _lb, per in trace_results(name):
@@ -509,7 +515,8 @@ EARLY_PEAK = "the peak falls in the first repeated step, served online while pla
                                   "convlstm-predict-train.jsonl.gz", "dcnv2-ctr-train.jsonl.gz",
                                   "gaussian-splat-train.jsonl.gz", "meshgraphnet-train.jsonl.gz",
                                   "diffusion-policy-train.jsonl.gz", "xlstm-lm-train.jsonl.gz",
-                                  "timesformer-video-train.jsonl.gz", "centernet-detect-train.jsonl.gz"])
+                                  "timesformer-video-train.jsonl.gz", "centernet-detect-train.jsonl.gz",
+                                  "cyclegan-train.jsonl.gz"])
 def test_the_whole_run_plan_misses_peak_before_the_step_can_be_planned(name):
     """The reason given for the whole-run misses below is a measured fact: live bytes
     first peak in a repetition of the step that plan mode cannot have planned yet."""
@@ -616,7 +623,15 @@ def test_the_whole_run_plan_misses_peak_before_the_step_can_be_planned(name):
         ("xlstm-lm-train.jsonl.gz", "1.0302; memtune 1.0368"))},
     **{n: f"twenty-seventh set: {EARLY_PEAK} ({r})" for n, r in (
         ("timesformer-video-train.jsonl.gz", "1.0267; memtune 1.0384"),
-        ("centernet-detect-train.jsonl.gz", "1.0277; memtune 1.0389"))}}))
+        ("centernet-detect-train.jsonl.gz", "1.0277; memtune 1.0389"))},
+    "cyclegan-train.jsonl.gz": f"twenty-eighth set: {EARLY_PEAK} (1.0278, as memtune)",
+    "xdeepfm-ctr-train.jsonl.gz": "twenty-eighth set: memtune-plan 1.1104 (memtune 1.0591). Live bytes peak in the "
+                                  "first repetition of the step, and the first plan is learned in the fourth "
+                                  "(online, the step's tokens repeat every two steps, 6,384 allocations and "
+                                  "frees); until then plan mode's online policy, with its own settings (1/64 "
+                                  "chunks, no floor, no move slack), reserves 1.0289, 1.0802 and 1.1104 x the "
+                                  "bound by the ends of the first three repetitions (memtune with growth=1/64, "
+                                  "growth_min=0, move_slack=0: the same; with move_slack=0 alone 1.0953)"}))
 def test_whole_run_plan_mode_within_2_percent_where_a_step_repeats(trace_results, name):
     """Where a step repeats over at least half of a device's events, the whole
     ``memtune-plan`` replay (learning steps served online included) peaks within
