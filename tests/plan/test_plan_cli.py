@@ -275,3 +275,29 @@ def test_the_first_fit_hint_knows_the_fit_under_any_of_its_names():
     with config.override(MEMTUNE_FIT="first"):
         assert _fit({}) == "first"
         assert _fit({"fit": "best", "slack": "0.04"}) == "best"
+
+
+def test_plan_longer_says_where_memtunes_state_repeats(capsys):
+    """Where memtune's decision state at the end of a step comes again at a later step's
+    end, every later step repeats the ones between them (memtune.trace.extend.SettleWatch):
+    the report says from which step, and the counts there are the end's."""
+    from heldout_runs import HELDOUT_RUNS
+
+    from memtune.trace.extend import replay_longer_run
+    from memtune.trace.plan import analyze
+
+    path = str(HELDOUT_RUNS["vgg-train"].path)
+    (rep,) = analyze(path, pack_seconds=0.1, longer=40)
+    again = rep.longer_replays["memtune"]["state_repeats"]
+    assert again is not None and again["from_step"] + again["every_steps"] <= 40
+    # the allocators that cannot say their state say nothing
+    assert rep.longer_replays["pytorch-cuda"]["state_repeats"] is None
+    import memtune
+    tr = memtune.load_trace(path)
+    got = replay_longer_run(tr, tr.devices[0], "memtune", [again["from_step"], 40])
+    assert (got.settled, got.cycle) == (again["from_step"], again["every_steps"])
+    assert got.checkpoints[40].device_calls == got.checkpoints[again["from_step"]].device_calls
+    assert main(["plan", path, "--pack-seconds", "0.1", "--longer", "40"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert (f"memtune's state at the end of step {again['from_step']} more comes again {again['every_steps']} "
+            "step(s) later: from there on it makes no device call and reserves nothing more") in out

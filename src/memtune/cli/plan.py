@@ -125,6 +125,12 @@ def plan(trace, device, as_json, no_replay, pack_seconds, pack_rounds, longer, s
             else:
                 out.print(f"{device_name(r.device)}: settled: no policy made a device call or reserved more in the "
                           f"last {late} of them", highlight=False)
+            for p, x in r.longer_replays.items():
+                again = x.get("state_repeats")
+                if again is not None:
+                    out.print(f"{device_name(r.device)}: {p}'s state at the end of step {again['from_step']} more "
+                              f"comes again {again['every_steps']} step(s) later: from there on it makes no device "
+                              f"call and reserves nothing more, however long the run", highlight=False)
         if longer and not r.longer_replays:
             out.print(f"{device_name(r.device)}: no step repeats here (or it frees blocks from before it), so there "
                       f"is nothing to play {longer} more times", highlight=False)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from memtune.trace.plan import Period
     from memtune.trace.replay import Checkpoint, ReplayState
 
-__all__ = ["LongerRun", "repeat_step", "replay_longer_run", "step_copy_ends"]
+__all__ = ["LongerRun", "SettleWatch", "repeat_step", "replay_longer_run", "step_copy_ends"]
 
 
 def repeat_step(dt: DeviceTrace, extra_steps: int, *, min_period: int = 2,
@@ -208,7 +209,6 @@ def replay_longer_run(trace: Trace, dt: DeviceTrace, policy: str, extra_steps: S
         _check_extra_steps(k)
     most = max(extra_steps)
     _at, per, _last, _lo, _hi = _last_step(dt, min_period, period, "replay_longer_run")
-    base, stride = _new_addresses_from(dt), 512 * per.length
     full_ends = step_copy_ends(dt, most, min_period=min_period, period=per)
     probe, _dev = make_allocator(policy, UNLIMITED_CAPACITY, effective_settings(dt, policy, settings))
     tries = (min(most, FIRST_TRY_COPIES), most) if hasattr(probe, "state_key") else (most,)
@@ -219,34 +219,63 @@ def replay_longer_run(trace: Trace, dt: DeviceTrace, policy: str, extra_steps: S
         # a shorter run's last copy is followed by the run's closing events, not by a copy:
         # its state there is not the longer run's (infer_empty_cache reads the next event)
         read = ends if n == most else ends[:-1]
-        copy_at = {e: k for k, e in enumerate(read)}
-        seen: dict[tuple, int] = {}
-        found: list[tuple[int, int]] = []
-
-        def until(s: ReplayState) -> bool:
-            k = copy_at[s.event_index]
-            key = _copy_end_key(s, base, stride * k)
-            if key is None:  # (a listener was attached): the whole run is replayed next
-                return n < most
-            first = seen.setdefault(key, k)
-            if first != k:
-                found.append((first, k))
-                return True
-            return False
-
-        r = replay_device(trace, run, policy, settings=settings, checkpoints=read, until=until)
+        # (an allocator with a listener cannot say its state: the whole run is replayed next)
+        watch = SettleWatch(dt, per, read, stop=True, stop_unknown=n < most)
+        r = replay_device(trace, run, policy, settings=settings, checkpoints=read, until=watch)
         replayed = len(r.checkpoints) - 1
-        if found or n == most:
+        if watch.settled is not None or n == most:
             break
     taken = r.checkpoints
     out: dict[int, Checkpoint] = {}
     for k in sorted(set(extra_steps)):
-        if found and k > found[0][1]:
-            out[k] = dataclasses.replace(taken[found[0][0]], event_index=full_ends[k])
+        if watch.settled is not None and k > watch.settled + watch.cycle:
+            out[k] = dataclasses.replace(taken[watch.settled], event_index=full_ends[k])
         else:
             out[k] = taken[k]
-    settled, cycle = (found[0][0], found[0][1] - found[0][0]) if found else (None, None)
-    return LongerRun(out, settled, cycle, replayed)
+    return LongerRun(out, watch.settled, watch.cycle, replayed)
+
+
+class SettleWatch:
+    """Where a replay of ``repeat_step(dt, n)``'s run first finds its state again at the
+    end of a copy of the step: pass it as ``replay_device(until=...)``, with checkpoints
+    at the copy ends ``ends`` (:func:`step_copy_ends`).
+
+    Why: from the first copy end whose state an earlier one had (``settled``, ``cycle``
+    copies before), every later copy repeats the copies between them, with no device call
+    and nothing more reserved, however long the run (see :func:`replay_longer_run`).
+    ``stop``: end the replay there; ``stop_unknown``: end it at once when the allocator
+    cannot say its state (``state_key()`` missing or None; ``known`` is then False).
+    Each state is kept as a 128-bit digest, so a run of thousands of copies costs little.
+    """
+
+    def __init__(self, dt: DeviceTrace, period: Period, ends: Sequence[int], *, stop: bool = False,
+                 stop_unknown: bool = False):
+        self._base, self._stride = _new_addresses_from(dt), 512 * period.length
+        self._copy_at = {e: k for k, e in enumerate(ends)}
+        self._seen: dict[bytes, int] = {}
+        self._stop, self._stop_unknown = stop, stop_unknown
+        self.known = True
+        #: the copy whose end state a later copy end had again (None: not found)
+        self.settled: int | None = None
+        #: how many copies after ``settled`` it came again
+        self.cycle: int | None = None
+
+    def __call__(self, s: ReplayState) -> bool:
+        k = self._copy_at.get(s.event_index)
+        if k is None or not self.known:
+            return False
+        if self.settled is not None:
+            return self._stop
+        key = _copy_end_key(s, self._base, self._stride * k)
+        if key is None:
+            self.known = False
+            return self._stop_unknown
+        digest = hashlib.blake2b(repr(key).encode(), digest_size=16).digest()
+        first = self._seen.setdefault(digest, k)
+        if first != k:
+            self.settled, self.cycle = first, k - first
+            return self._stop
+        return False
 
 
 def _copy_end_key(s: ReplayState, base: int, shift: int) -> tuple | None:

@@ -1524,13 +1524,19 @@ def late_steps(longer: int) -> int:
     return max(1, longer // 4)
 
 
-def _longer_summary(r: Any, late: int) -> dict[str, Any]:
+def _longer_summary(r: Any, late: int, watch: Any) -> dict[str, Any]:
     """A longer run's summary, with what its last ``late`` added steps (up to the run's
-    closing events) added: ``r.checkpoints`` holds the counts where they begin and end."""
+    closing events) added (``r.checkpoints`` holds the counts where each copy of the step
+    ends), and where the allocator's state first repeats (``watch``, a
+    :class:`memtune.trace.extend.SettleWatch`): from there on no step makes a device call
+    or reserves more, however long the run (None: it did not repeat, or the allocator
+    cannot say its state, every preset but ``memtune``)."""
     out = _replay_summary(r)
-    begin, end = r.checkpoints
+    begin, end = r.checkpoints[-1 - late], r.checkpoints[-1]
     out["late_growth"] = {"steps": late, "device_calls": end.device_calls - begin.device_calls,
                           "peak_reserved_bytes": end.peak_reserved_bytes - begin.peak_reserved_bytes}
+    out["state_repeats"] = None if watch.settled is None else {"from_step": watch.settled,
+                                                               "every_steps": watch.cycle}
     return out
 
 
@@ -1569,7 +1575,7 @@ def analyze(trace, device: int | None = None, policies: Sequence[str] = ("memtun
     peak reserved): anything but zero means the layout has not settled. ``settings``
     apply to the policies that have them, as in :func:`memtune.trace.replay.replay`
     (an error names ``settings_source`` when none does)."""
-    from memtune.trace.extend import repeat_step, step_copy_ends
+    from memtune.trace.extend import SettleWatch, repeat_step, step_copy_ends
     from memtune.trace.replay import load, replay_device, settings_per_policy
     from memtune.trace.replay import replay as run_replay
 
@@ -1615,9 +1621,10 @@ def analyze(trace, device: int | None = None, policies: Sequence[str] = ("memtun
                     rep.longer_steps = longer
                     ends = step_copy_ends(dt, longer, min_period=PlanSpec.min_period, period=per)
                     late = late_steps(longer)
-                    at = [ends[longer - late], ends[longer]]
                     for pol in policies:
+                        watch = SettleWatch(dt, per, ends)
                         rep.longer_replays[pol] = _longer_summary(
-                            replay_device(tr, long_dt, pol, settings=per_policy[pol] or None, checkpoints=at), late)
+                            replay_device(tr, long_dt, pol, settings=per_policy[pol] or None, checkpoints=ends,
+                                          until=watch), late, watch)
         out.append(rep)
     return out
