@@ -69,12 +69,11 @@ LATER_RUNS = tuple(sorted((r.rerun, r.path) for r in HELDOUT_RUNS if r.rerun is 
 #: replayed with that step played LONG_RUN_STEPS more times (memtune.trace.extend.repeat_step).
 LONG_RUNS = tuple(r.name for r in HELDOUT_RUNS if r.fixed_shapes)
 LONG_RUN_STEPS = 200
-#: improvement rounds of a run plan's packings (a count: the same plan on any machine), for a
-#: run of fixed shapes; a run whose shapes change every step gets none, as plan mode packs
-#: online (its later run leaves the plan in its first steps: tests/plan/test_runplan.py)
-RUN_PLAN_ROUNDS = 40
-#: the runs whose plans get RUN_PLAN_ROUNDS rounds, by their later runs' paths
-_POLISHED = {r.rerun for r in HELDOUT_RUNS if r.rerun is not None and r.fixed_shapes}
+#: improvement rounds of the plan of a fixed-shape run (benchmarks/heldout/manifest.py, for the text)
+RUN_PLAN_ROUNDS = sys.modules["heldout_manifest"].PLAN_ROUNDS
+#: each run with a later run, by its later run's path (its plan's improvement rounds:
+#: benchmarks/heldout/manifest.py's Run.plan_rounds)
+_BY_LATER_RUN = {r.rerun: r for r in HELDOUT_RUNS if r.rerun is not None}
 #: Below this lower bound a ratio to it measures allocation granularity, not fragmentation.
 MIN_MEANINGFUL_BOUND = 64 * 1024
 #: Presets that never cache (a device call per tensor): listed, but not a target to beat.
@@ -274,7 +273,7 @@ def later_runs(quick: bool, tmp: Path) -> list[dict]:
             continue
         t = time.perf_counter()
         plan = runplan.make_run_plan(memtune.load_trace(first).devices[0].events, time_budget=PACK_SECONDS,
-                                     rounds=RUN_PLAN_ROUNDS if later_path in _POLISHED else 0)
+                                     rounds=_BY_LATER_RUN[later_path].plan_rounds)
         plan_seconds = time.perf_counter() - t
         path = plan.save(tmp / f"{later_path.name}.plan.json")
         later = memtune.load_trace(later_path)

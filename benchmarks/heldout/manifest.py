@@ -28,6 +28,17 @@ DEMO_SET = "demo"
 KEYS: dict[str, type] = {"set": str, "fixed_shapes": bool, "steps": int, "rerun": bool}
 TOP_KEYS = ("sets", "trace")
 _NAME = re.compile(r"[a-z0-9][a-z0-9-]*\Z")
+#: improvement rounds of the run plan made from the recording of a run of fixed shapes (a
+#: count, not a time: the same plan on any machine), where the packing's quality is what its
+#: later run gets. A run whose shapes change every step gets the heuristics' packing only, as
+#: plan mode packs what it learns online (PlanSpec's pack_rounds=0): its later run leaves the
+#: plan in its first steps, and what the rounds polish is the recording's own sequence.
+#: Measured on the 53 such runs of the first twenty-five sets (peak with the plan / learned
+#: online, 40 rounds -> none): 47 the same, dino-multicrop-train 1.0375 -> 1.0042,
+#: fid-rag-train 1.0226 -> 1.0056, detect-varbox-train 0.9822 -> 0.9778, speculative-decode
+#: 1.0000 -> 1.0179; making the 53 plans took 290 s with the rounds and 80 s without.
+#: (tests/plan/test_runplan.py and benchmarks/bench_policy.py make their plans so: Run.plan_rounds.)
+PLAN_ROUNDS = 40
 
 
 class ManifestError(ValueError):
@@ -49,6 +60,12 @@ class Run:
     def file(self) -> str:
         """The trace's file name, ``NAME.jsonl.gz``."""
         return self.name + SUFFIX
+
+    @property
+    def plan_rounds(self) -> int:
+        """Improvement rounds for the run plan of this recording: :data:`PLAN_ROUNDS` where
+        its shapes are fixed, none where they change."""
+        return PLAN_ROUNDS if self.fixed_shapes else 0
 
 
 @dataclasses.dataclass(frozen=True)

@@ -433,20 +433,6 @@ CHANGING_SHAPES = [r.name for r in HELDOUT_RUNS if not r.fixed_shapes and r.reru
 #: 1.030 learning online (memtune: 1.055)
 COSTLY_DEVIATION = {"moe-train"}
 
-
-#: improvement rounds of the plan of a run whose later run repeats its step: where the
-#: packing's quality is what the later run gets. A run whose shapes change every step gets
-#: the heuristics' packing only, as plan mode packs what it learns online (PlanSpec's
-#: pack_rounds=0): its later run leaves the plan in its first steps, and what the rounds
-#: polish is the recording's own sequence. Measured on the 53 such runs of the first
-#: twenty-five sets (peak with the plan / learned online, 40 rounds -> none): 47 the same,
-#: dino-multicrop-train 1.0375 -> 1.0042, fid-rag-train 1.0226 -> 1.0056,
-#: detect-varbox-train 0.9822 -> 0.9778, speculative-decode 1.0000 -> 1.0179; making the
-#: 53 plans took 290 s with the rounds and 80 s without. (benchmarks/bench_policy.py's
-#: later-run table makes its plans the same way.)
-PLAN_ROUNDS = 40
-
-
 class _Plans:
     """The plan of each workload's recording in the repository, made when a test first asks
     for it (one worker runs all the tests of a workload: tests/conftest.py), saved to a file
@@ -462,8 +448,7 @@ class _Plans:
             run = HELDOUT_RUNS[name]
             tr = memtune.load_trace(run.path)
             # a count of improvement rounds, whatever they take: the same plan on any machine
-            plan = runplan.make_run_plan(tr.devices[0].events, time_budget=120.0,
-                                         rounds=PLAN_ROUNDS if run.fixed_shapes else 0)
+            plan = runplan.make_run_plan(tr.devices[0].events, time_budget=120.0, rounds=run.plan_rounds)
             self.made[name] = (str(plan.save(self.directory / f"{name}.json")), plan)
         return self.made[name]
 
