@@ -153,3 +153,15 @@ def test_bad_step_counts_are_refused(bad, why):
     with pytest.raises(ValueError, match=why):
         replay_longer_run(tr, tr.devices[0], "memtune", bad)
 
+
+
+def test_until_must_be_callable():
+    tr = memtune.load_trace(VGG)
+    with pytest.raises(TypeError, match="until must be a callable taking a ReplayState"):
+        replay_device(tr, tr.devices[0], "memtune", until="stop")
+
+
+def test_an_unknown_policy_is_named():
+    tr = memtune.load_trace(VGG)
+    with pytest.raises(MemtuneError, match="unknown allocator preset .nope.. Known presets: pytorch-cuda"):
+        replay_longer_run(tr, tr.devices[0], "nope", [3])

@@ -477,6 +477,8 @@ def replay_device(
     so far, and ``result.checkpoints`` ends with that one).
     """
     cps = _checked_checkpoints(checkpoints, len(dt.events))
+    if until is not None and not callable(until):
+        raise TypeError(f"until must be a callable taking a ReplayState (or None); got {until!r}")
     eff = effective_settings(dt, policy, settings)
     cap = capacity or dt.capacity or UNLIMITED_CAPACITY
     alloc, dev = make_allocator(policy, cap, eff, recorded_placements(dt, policy) if guide_addresses else None)
