@@ -619,6 +619,30 @@ def test_move_slack_reaches_memtune_and_reaches_plan_mode_only_when_set(monkeypa
             ArenaSpec(**{field: -1})
 
 
+def test_climb_chunks_reach_memtune_and_plan_mode_and_name_the_variable(monkeypatch):
+    """MEMTUNE_CLIMB_CHUNKS (none by default) reaches memtune and plan mode's online
+    steps from the environment or a setting, shows in the resolved settings, and a bad
+    value names the variable."""
+    import memtune
+    from memtune.errors import ConfigError
+
+    def specs(**settings) -> tuple[ArenaSpec, ArenaSpec]:
+        with memtune.allocator("memtune", device=SimulatedDevice(1 << 30), **settings) as a, \
+                memtune.allocator("memtune-plan", device=SimulatedDevice(1 << 30), **settings) as b:
+            return a.spec, b.online.spec
+
+    assert [s.climb_chunks for s in specs()] == [0.0, 0.0]
+    assert [s.climb_chunks for s in specs(climb_chunks=2)] == [2.0, 2.0]
+    assert specs(climb_chunks=2)[0].settings["climb_chunks"] == 2.0
+    monkeypatch.setenv("MEMTUNE_CLIMB_CHUNKS", "1.5")
+    assert [s.climb_chunks for s in specs()] == [1.5, 1.5]
+    monkeypatch.setenv("MEMTUNE_CLIMB_CHUNKS", "-1")
+    with pytest.raises(ConfigError, match="MEMTUNE_CLIMB_CHUNKS"):
+        specs()
+    with pytest.raises(ValueError, match="climb_chunks"):
+        ArenaSpec(climb_chunks=-1)
+
+
 def _layers_then_varying_backward(steps: int, layers: int) -> list[Event]:
     """A model's forward: ``layers`` identical layers (an activation kept, a workspace
     freed in the next layer); a backward whose sizes change every step, so the only

@@ -33,7 +33,10 @@ and back exactly the pages live blocks touch.
   unmapped only when a mapping would push reserved memory past both the highest
   reserved so far and ``(1 + slack) x`` the highest live bytes seen (``move_slack``
   for a request that sets no new live peak: a repeating step whose layout needs a
-  little more room would otherwise move pages every step), and then
+  little more room would otherwise move pages every step; for a request that
+  sets a new one, ``climb_chunks`` growth chunks past the slack, none by default: a climbing
+  peak would otherwise map again, a few requests later, the pages unmapped to
+  stay within 2 % of it), and then
   down to the live peak (**lazy unmapping with hysteresis**): cold pages first,
   largest runs first. Pages freed since live bytes last peaked are *hot* when
   the request sets no new peak -- a repeating step uses them again -- so they
@@ -102,6 +105,12 @@ class ArenaSpec:
     #: make room (a move): a repeating step whose layout needs a little more than
     #: ``slack`` would otherwise move pages every step (an effective floor of ``slack``)
     move_slack: float = 0.04
+    #: ... and while live bytes climb to a new peak, by the slack plus this many growth
+    #: chunks: a climb's peak keeps rising, so pages unmapped to stay within 2 % of it
+    #: are mapped again a few requests later, two device calls each. 0 by default: the
+    #: allowance is still held where the climb that sets the run's peak stops
+    #: (docs/policy-log.md, "Room for a climb")
+    climb_chunks: float = 0.0
     #: a region's top grows by this fraction of the peak live bytes beyond the request ...
     growth: float = 1 / 16
     #: ... but by at most this many bytes
@@ -169,6 +178,7 @@ class ArenaSpec:
         need(self.growth_min >= 0, f"growth_min must be >= 0; got {self.growth_min}")
         need(self.climb_pause >= 0, f"climb_pause must be >= 0; got {self.climb_pause}")
         need(0.0 <= self.move_slack, f"move_slack must be >= 0; got {self.move_slack}")
+        need(0.0 <= self.climb_chunks, f"climb_chunks must be >= 0; got {self.climb_chunks}")
         need(0.0 <= self.move_budget, f"move_budget must be >= 0; got {self.move_budget}")
         need(0.0 <= self.tiny_share <= 1.0, f"tiny_share must be in [0, 1]; got {self.tiny_share}")
         need(self.tiny_allocs >= 0, f"tiny_allocs must be >= 0; got {self.tiny_allocs}")
@@ -646,7 +656,14 @@ class ArenaAllocator(AllocatorBase):
         # live bytes after this request (approximately: the request is at most hi - lo)
         spec = self.spec
         new_peak = self._live_bytes + size > self._peak_live
-        target = max(self._target(), int((self._live_bytes + (hi - lo)) * (1.0 + spec.slack)))
+        # a share of the live bytes this climb added (all of them on the first climb)
+        climbed = self._peak_live - (self._climb_from() if new_peak else self._climb_base)
+        chunk0 = min(spec.growth_max, int(max(0, climbed) * spec.growth))
+        chunk = min(spec.growth_max, max(spec.growth_min, chunk0))
+        target = self._target()
+        if new_peak:  # (a climb: see climb_chunks)
+            target += int(spec.climb_chunks * chunk)
+        target = max(target, int((self._live_bytes + (hi - lo)) * (1.0 + spec.slack)))
         if not new_peak:  # (a move: see move_slack)
             target = max(target, int(self._peak_live * (1.0 + spec.move_slack)))
         # growing up to the highest reserved so far costs nothing in peak terms;
@@ -658,10 +675,6 @@ class ArenaAllocator(AllocatorBase):
         a, b = need[-1]
         saved = 0
         if b == hi:
-            # a share of the live bytes this climb added (all of them on the first climb)
-            climbed = self._peak_live - (self._climb_from() if new_peak else self._climb_base)
-            chunk0 = min(spec.growth_max, int(max(0, climbed) * spec.growth))
-            chunk = min(spec.growth_max, max(spec.growth_min, chunk0))
             # growing within the highest reserved so far (and the slack) sets no new peak
             room = max(0, min(target, self._high_water) - (self._reserved + x))
             if at_top:

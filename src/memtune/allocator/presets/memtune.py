@@ -29,6 +29,8 @@ SETTINGS = (
             aliases=("MEMTUNE_SLACK",)),
     Setting("move_slack", "MEMTUNE_MOVE_SLACK", "Below the live peak, reserved may exceed it by this share before "
             "pages move (at least slack).", aliases=("MEMTUNE_MOVE_SLACK",)),
+    Setting("climb_chunks", "MEMTUNE_CLIMB_CHUNKS", "While live bytes climb to a new peak, reserved may exceed the "
+            "slack by this many growth chunks before pages are unmapped.", aliases=("MEMTUNE_CLIMB_CHUNKS",)),
     Setting("growth", "MEMTUNE_GROWTH", "Extra share of the live peak mapped when a region grows.",
             aliases=("MEMTUNE_GROWTH",)),
     Setting("growth_max", "MEMTUNE_GROWTH_MAX", "Upper bound of the extra bytes mapped when a region grows.",
@@ -102,8 +104,8 @@ def build(settings: dict[str, Any], capacity: int, explicit: frozenset[str], nam
                           f"{ceiling}: a region grows by at most growth_max, so this floor would never apply; "
                           "expected growth_min <= growth_max (raise MEMTUNE_GROWTH_MAX too)",
                           variable="MEMTUNE_GROWTH_MIN")
-    resolved = {k: settings[k] for k in ("page_size", "slack", "move_slack", "growth", "growth_max", "growth_min",
-                                         "small_size", "fit", "first_fit_after", "trim_budget")}
+    resolved = {k: settings[k] for k in ("page_size", "slack", "move_slack", "climb_chunks", "growth", "growth_max",
+                                         "growth_min", "small_size", "fit", "first_fit_after", "trim_budget")}
     resolved["high_watermark"] = limit or 0
     return ArenaSpec(
         name=name,
@@ -111,6 +113,7 @@ def build(settings: dict[str, Any], capacity: int, explicit: frozenset[str], nam
         small_size=small,
         slack=float(settings["slack"]),
         move_slack=float(settings["move_slack"]),
+        climb_chunks=float(settings["climb_chunks"]),
         growth=float(settings["growth"]),
         growth_max=ceiling,
         growth_min=floor,
