@@ -34,9 +34,9 @@ and back exactly the pages live blocks touch.
   reserved so far and ``(1 + slack) x`` the highest live bytes seen (``move_slack``
   for a request that sets no new live peak: a repeating step whose layout needs a
   little more room would otherwise move pages every step; for a request that
-  sets a new one, ``climb_chunks`` growth chunks past the slack, none by default: a climbing
-  peak would otherwise map again, a few requests later, the pages unmapped to
-  stay within 2 % of it), and then
+  sets a new one past an earlier peak, ``climb_chunks`` growth chunks past the
+  slack: a climbing peak would otherwise map again, a few requests later, the
+  pages unmapped to stay within 2 % of it), and then
   down to the live peak (**lazy unmapping with hysteresis**): cold pages first,
   largest runs first. Pages freed since live bytes last peaked are *hot* when
   the request sets no new peak -- a repeating step uses them again -- so they
@@ -105,12 +105,12 @@ class ArenaSpec:
     #: make room (a move): a repeating step whose layout needs a little more than
     #: ``slack`` would otherwise move pages every step (an effective floor of ``slack``)
     move_slack: float = 0.04
-    #: ... and while live bytes climb to a new peak, by the slack plus this many growth
-    #: chunks: a climb's peak keeps rising, so pages unmapped to stay within 2 % of it
-    #: are mapped again a few requests later, two device calls each. 0 by default: the
-    #: allowance is still held where the climb that sets the run's peak stops
-    #: (docs/policy-log.md, "Room for a climb")
-    climb_chunks: float = 0.0
+    #: ... and while live bytes climb past an earlier peak (any climb but the run's first),
+    #: by the slack plus this many growth chunks: a climb's peak keeps rising, so pages
+    #: unmapped to stay within 2 % of it are mapped again a few requests later, two device
+    #: calls each. The first climb gets none: its end is often the run's peak, where the
+    #: room would stay reserved (docs/policy-log.md, "Room for a climb")
+    climb_chunks: float = 2.0
     #: a region's top grows by this fraction of the peak live bytes beyond the request ...
     growth: float = 1 / 16
     #: ... but by at most this many bytes
@@ -661,7 +661,7 @@ class ArenaAllocator(AllocatorBase):
         chunk0 = min(spec.growth_max, int(max(0, climbed) * spec.growth))
         chunk = min(spec.growth_max, max(spec.growth_min, chunk0))
         target = self._target()
-        if new_peak:  # (a climb: see climb_chunks)
+        if new_peak and self._climb_from() > 0:  # (a later climb: see climb_chunks)
             target += int(spec.climb_chunks * chunk)
         target = max(target, int((self._live_bytes + (hi - lo)) * (1.0 + spec.slack)))
         if not new_peak:  # (a move: see move_slack)

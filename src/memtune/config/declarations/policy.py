@@ -61,13 +61,12 @@ declare(
     Variable(
         name="MEMTUNE_CLIMB_CHUNKS",
         type=Float(min=0.0, max=64.0),
-        default=0.0,
-        doc="While live bytes climb to a new peak, how many growth chunks (see MEMTUNE_GROWTH) reserved memory "
-        "may exceed MEMTUNE_SLACK by before memtune unmaps free pages. A climb's peak keeps rising, so pages "
-        "unmapped to stay within the slack of it are mapped again a few requests later, two device calls "
-        "each. Larger values save those calls but hold up to that many chunks more where the climb that "
-        "sets the run's peak stops. 0 = the slack alone (2 cuts device calls by about 4 % on the held-out "
-        "traces at the same memory, but adds a page on some; see docs/policy-log.md).",
+        default=2.0,
+        doc="While live bytes climb past an earlier peak (any climb but the run's first), how many growth chunks "
+        "(see MEMTUNE_GROWTH) reserved memory may exceed MEMTUNE_SLACK by before memtune unmaps free pages. A "
+        "climb's peak keeps rising, so pages unmapped to stay within the slack of it are mapped again a few "
+        "requests later, two device calls each. Larger values save more of those calls but hold up to that "
+        "many chunks more where a climb that sets the run's peak stops. 0 = the slack alone.",
         group=GROUP,
         reference=REFERENCE,
     )
