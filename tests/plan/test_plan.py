@@ -620,9 +620,9 @@ def test_move_slack_reaches_memtune_and_reaches_plan_mode_only_when_set(monkeypa
 
 
 def test_climb_chunks_reach_memtune_and_plan_mode_and_name_the_variable(monkeypatch):
-    """MEMTUNE_CLIMB_CHUNKS (none by default) reaches memtune and plan mode's online
-    steps from the environment or a setting, shows in the resolved settings, and a bad
-    value names the variable."""
+    """MEMTUNE_CLIMB_CHUNKS (2 by default) reaches memtune and plan mode's online steps
+    from the environment or a setting, shows in the resolved settings, and a bad value
+    names the variable."""
     import memtune
     from memtune.errors import ConfigError
 
@@ -631,9 +631,9 @@ def test_climb_chunks_reach_memtune_and_plan_mode_and_name_the_variable(monkeypa
                 memtune.allocator("memtune-plan", device=SimulatedDevice(1 << 30), **settings) as b:
             return a.spec, b.online.spec
 
-    assert [s.climb_chunks for s in specs()] == [0.0, 0.0]
-    assert [s.climb_chunks for s in specs(climb_chunks=2)] == [2.0, 2.0]
-    assert specs(climb_chunks=2)[0].settings["climb_chunks"] == 2.0
+    assert [s.climb_chunks for s in specs()] == [2.0, 2.0]
+    assert [s.climb_chunks for s in specs(climb_chunks=0)] == [0.0, 0.0]
+    assert specs(climb_chunks=4)[0].settings["climb_chunks"] == 4.0
     monkeypatch.setenv("MEMTUNE_CLIMB_CHUNKS", "1.5")
     assert [s.climb_chunks for s in specs()] == [1.5, 1.5]
     monkeypatch.setenv("MEMTUNE_CLIMB_CHUNKS", "-1")
