@@ -657,11 +657,11 @@ class ArenaAllocator(AllocatorBase):
         spec = self.spec
         new_peak = self._live_bytes + size > self._peak_live
         # a share of the live bytes this climb added (all of them on the first climb)
-        climbed = self._peak_live - (self._climb_from() if new_peak else self._climb_base)
-        chunk0 = min(spec.growth_max, int(max(0, climbed) * spec.growth))
+        climb_start = self._climb_from() if new_peak else self._climb_base
+        chunk0 = min(spec.growth_max, int(max(0, self._peak_live - climb_start) * spec.growth))
         chunk = min(spec.growth_max, max(spec.growth_min, chunk0))
         target = self._target()
-        if new_peak and self._climb_from() > 0:  # (a later climb: see climb_chunks)
+        if new_peak and climb_start > 0:  # (a later climb: see climb_chunks)
             target += int(spec.climb_chunks * chunk)
         target = max(target, int((self._live_bytes + (hi - lo)) * (1.0 + spec.slack)))
         if not new_peak:  # (a move: see move_slack)
