@@ -519,7 +519,9 @@ def test_a_later_run_served_by_a_plan_is_within_a_page_of_the_page_rounded_bound
     "pointpillars-train": "twenty-fifth set: 1.0868 x the bound with the plan, 1.0620 learned online (each step's "
                           "pillar count follows the drawn LiDAR points)",
     "din-ctr-train": "twenty-sixth set: 1.1047 x the bound with the plan, 1.0779 learned online (each batch's user "
-                     "histories are padded to its drawn longest)"}))
+                     "histories are padded to its drawn longest)",
+    "superglue-match-train": "twenty-ninth set: 1.0638 x the bound with the plan, 1.0408 learned online (each image "
+                             "pair's keypoint counts are drawn)"}))
 def test_a_plan_from_a_run_with_other_shapes_costs_little(later_runs, name):
     """(speculative-decode's later run leaves its plan in the first rounds; plan mode
     then learns a round online. Taken over into an arena of its own beside the pages
