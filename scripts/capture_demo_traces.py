@@ -16626,8 +16626,9 @@ HELDOUT: dict[str, Workload] = {
     "thp-event-train": thp_event_train,
     "egnn-mol-train": egnn_mol_train,
     # the twenty-ninth set, captured after the twenty-eighth was captured (before it was measured)
-    # and committed (in twentyninth/) before it was measured, and measured once after room for a later climb (7ebe783):
-    # TSP tours decoded city by city (a glimpse and masked logits per step, boolean-indexed masks)
+    # and committed (in twentyninth/) before it was measured, and measured once after room for a
+    # later climb (7ebe783): a REINFORCE policy over TSP tours decoded city by city (a glimpse and
+    # masked logits per step, boolean-indexed masks)
     # beside a greedy baseline rollout without autograd, a bottom-up pose network's MobileNet trunk
     # at stride 8 with heatmap and part-affinity stages under masked L2 losses, a diffusion
     # convolutional GRU whose 48 cell calls a step each stack sparse diffusion products by torch.cat,
