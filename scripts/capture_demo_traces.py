@@ -16238,6 +16238,782 @@ def superglue_match_train(*, steps: int, seed: int) -> float:
     return total
 
 
+@_workload(default_steps=3)
+def dnc_copy_train(*, steps: int, seed: int) -> float:
+    """Differentiable Neural Computer trained on the copy task (Graves et al. 2016, as ixaxaar's
+    pytorch-dnc, dnc/dnc.py's DNC, dnc/memory.py's Memory, dnc/util.py and tasks/copy_task.py:
+    input_size 6 (5 bits and the end marker), an LSTM controller of nhlayer 2 layers of nhid 64
+    (its initial state xavier_uniform_ of zeros every forward) whose output is clamped at the DNC's
+    clip 20 and is the interface vector, one DNC layer with one memory of 4 read heads and one write
+    head, independent_linears as the task builds it (ten Linear layers: read keys, strengths, write
+    key and strength, erase and write vectors, free gates, allocation and write gates, read modes),
+    the memory reset every forward (reset_experience), BCE with logits, clip_grad_norm_ 50 and the
+    README's "like original implementation" run: RMSprop (momentum 0.9, eps 1e-10) at the task's lr
+    1e-4, batch 32) on batch 32 of drawn 5-bit sequences a step (the task's generate_data): each time
+    step the write (usage from the last step's write weights and its read weights under the free
+    gates; the allocation weighting by topk sorting the usage into the free list, an exclusive
+    cumprod by cat and cumprod, and the inverse permutation by a second topk and gather; the cosine
+    content weighting softmaxed after the strength; erase by a product over the write head and add
+    by bmm), the B x 1 x 128 x 128 temporal link matrix updated by (1 - w_i - w_j) * L + w_i * p_j
+    with its diagonal masked and the precedence weighting, then the read (content weightings, forward
+    and backward weightings by matmul with the link matrix, mixed by the softmaxed read modes) and the
+    read vectors by bmm; the output layer over the controller output and the read vectors; all 17
+    time steps (8 vectors, the marker, 8 recalls) kept for one backward. Memory 128 cells of 32
+    words (the task's defaults are 16 x 20, the README's run 64 cells, its usage example 100 x 32,
+    the paper's bAbI memory 256 x 64). Two departures: the task draws each batch's length from 1 to sequence_max_length (4),
+    here fixed at 8 so every step has the same shapes; and the controller is fed the last step's read
+    vectors, as the paper and deepmind's dnc feed them (the reference's forward concatenates the
+    initial zero read vectors to every step's input), with the paper's cosine similarity (util.py's θ
+    divides by a bmm of norms expanded over the word, the word size times the product of the norms).
+    Fixed shapes (every step allocates the same sizes in the same order); 3 steps (126.17 MiB, 40,322
+    events). Sequences of 16 with 64 cells gave 101,552 events in 4 steps; so 8 and 3 steps."""
+    torch.manual_seed(0)
+    batch, input_size, seq_len, hidden, hidden_layers = 32, 6, 8, 64, 2
+    nr_cells, cell_size, read_heads, ctrl_clip, grad_clip, lr = 128, 32, 4, 20.0, 50.0, 1e-4
+    delta = 1e-6  # util.py's δ
+    rng = np.random.default_rng(176 + seed)
+
+    class Memory(nn.Module):  # dnc/memory.py with independent_linears=True
+        def __init__(self, input_dim: int) -> None:
+            super().__init__()
+            r, w = read_heads, cell_size
+            self.read_keys_transform = nn.Linear(input_dim, w * r)
+            self.read_strengths_transform = nn.Linear(input_dim, r)
+            self.write_key_transform = nn.Linear(input_dim, w)
+            self.write_strength_transform = nn.Linear(input_dim, 1)
+            self.erase_vector_transform = nn.Linear(input_dim, w)
+            self.write_vector_transform = nn.Linear(input_dim, w)
+            self.free_gates_transform = nn.Linear(input_dim, r)
+            self.allocation_gate_transform = nn.Linear(input_dim, 1)
+            self.write_gate_transform = nn.Linear(input_dim, 1)
+            self.read_modes_transform = nn.Linear(input_dim, 3 * r)
+            self.register_buffer("off_diagonal", (1 - torch.eye(nr_cells)).unsqueeze(0), persistent=False)
+
+        def new(self, b: int) -> dict[str, torch.Tensor]:
+            return {"memory": torch.zeros(b, nr_cells, cell_size), "link_matrix": torch.zeros(b, 1, nr_cells, nr_cells),
+                    "precedence": torch.zeros(b, 1, nr_cells), "read_weights": torch.zeros(b, read_heads, nr_cells),
+                    "write_weights": torch.zeros(b, 1, nr_cells), "usage_vector": torch.zeros(b, nr_cells)}
+
+        @staticmethod
+        def content_weightings(memory: torch.Tensor, keys: torch.Tensor, strengths: torch.Tensor) -> torch.Tensor:
+            # cosine similarity of each key with every cell, sharpened by the strength, softmax over the cells
+            dots = torch.bmm(keys, memory.transpose(1, 2))
+            norms = torch.bmm(keys.norm(2, 2, keepdim=True), memory.norm(2, 2, keepdim=True).transpose(1, 2))
+            return torch.softmax(dots / (norms + delta) * strengths.unsqueeze(2), 2)
+
+        @staticmethod
+        def allocate(usage: torch.Tensor) -> torch.Tensor:
+            usage = delta + (1 - delta) * usage
+            sorted_usage, free_list = torch.topk(usage, nr_cells, dim=1, largest=False)  # the free list: usage sorted
+            ones = sorted_usage.new_ones(usage.size(0), 1)
+            prod_sorted_usage = torch.cumprod(torch.cat((ones, sorted_usage), 1), 1)[:, :-1]  # exclusive cumprod
+            sorted_allocation = (1 - sorted_usage) * prod_sorted_usage
+            _, unsort = torch.topk(free_list, k=nr_cells, dim=1, largest=False)  # the inverse permutation
+            return sorted_allocation.gather(1, unsort).unsqueeze(1)
+
+        def forward(self, xi: torch.Tensor, hidden: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+            b, r, w = xi.size(0), read_heads, cell_size
+            read_keys = torch.tanh(self.read_keys_transform(xi).view(b, r, w))
+            read_strengths = nn.functional.softplus(self.read_strengths_transform(xi).view(b, r))
+            write_key = torch.tanh(self.write_key_transform(xi).view(b, 1, w))
+            write_strength = nn.functional.softplus(self.write_strength_transform(xi).view(b, 1))
+            erase_vector = torch.sigmoid(self.erase_vector_transform(xi).view(b, 1, w))
+            write_vector = torch.tanh(self.write_vector_transform(xi).view(b, 1, w))
+            free_gates = torch.sigmoid(self.free_gates_transform(xi).view(b, r))
+            allocation_gate = torch.sigmoid(self.allocation_gate_transform(xi).view(b, 1))
+            write_gate = torch.sigmoid(self.write_gate_transform(xi).view(b, 1))
+            read_modes = torch.softmax(self.read_modes_transform(xi).view(b, r, 3), -1)
+            h = dict(hidden)
+            # write: usage from the last step's reads and write, then allocation and content weightings
+            usage = h["usage_vector"]
+            usage = usage + (1 - usage) * (1 - torch.prod(1 - h["write_weights"], 1))
+            usage = usage * torch.prod(1 - free_gates.unsqueeze(2) * h["read_weights"], 1)
+            h["usage_vector"] = usage
+            write_content = self.content_weightings(h["memory"], write_key, write_strength)
+            alloc = self.allocate(usage)
+            ag, wg = allocation_gate.unsqueeze(-1), write_gate.unsqueeze(-1)
+            ww = wg * (ag * alloc + (1 - ag) * write_content)
+            h["write_weights"] = ww
+            reset = torch.prod(1 - ww.unsqueeze(3) * erase_vector.unsqueeze(2), 1)
+            h["memory"] = h["memory"] * reset + torch.bmm(ww.transpose(1, 2), write_vector)
+            ww_i, ww_j = ww.unsqueeze(3), ww.unsqueeze(2)  # the temporal link matrix, then the precedence
+            link = (1 - ww_i - ww_j) * h["link_matrix"] + ww_i * h["precedence"].unsqueeze(2)
+            h["link_matrix"] = self.off_diagonal.expand_as(link) * link
+            h["precedence"] = (1 - ww.sum(2, keepdim=True)) * h["precedence"] + ww
+            # read: content, forward and backward weightings mixed by the read modes
+            content = self.content_weightings(h["memory"], read_keys, read_strengths)
+            rw = h["read_weights"].unsqueeze(1)
+            fwd = torch.matmul(h["link_matrix"], rw.transpose(2, 3)).transpose(2, 3).transpose(1, 2)
+            bwd = torch.matmul(rw, h["link_matrix"]).transpose(1, 2)
+            h["read_weights"] = (torch.sum(read_modes[:, :, 0:1].contiguous().unsqueeze(3) * bwd, 2)
+                                 + read_modes[:, :, 2].contiguous().unsqueeze(2) * content
+                                 + torch.sum(read_modes[:, :, 1:2].contiguous().unsqueeze(3) * fwd, 2))
+            return torch.bmm(h["read_weights"], h["memory"]), h
+
+    class DNC(nn.Module):  # dnc/dnc.py: one layer, an LSTM controller of two layers, one memory
+        def __init__(self) -> None:
+            super().__init__()
+            self.read_vectors_size = read_heads * cell_size
+            self.lstm_layer_0 = nn.LSTM(input_size + self.read_vectors_size, hidden, num_layers=hidden_layers,
+                                        batch_first=True)
+            self.rnn_layer_memory_shared = Memory(hidden)
+            self.output = nn.Linear(hidden + self.read_vectors_size, input_size)
+            nn.init.kaiming_uniform_(self.output.weight)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            b, length = x.size(0), x.size(1)
+            h0 = torch.zeros(hidden_layers, b, hidden)
+            nn.init.xavier_uniform_(h0)
+            chx = (h0, h0)
+            mhx = self.rnn_layer_memory_shared.new(b)
+            last_read = torch.zeros(b, self.read_vectors_size)
+            outs = []
+            for t in range(length):
+                out, chx = self.lstm_layer_0(torch.cat([x[:, t, :], last_read], 1).unsqueeze(1), chx)
+                xi = torch.clamp(out.squeeze(1), -ctrl_clip, ctrl_clip)
+                read_vecs, mhx = self.rnn_layer_memory_shared(xi, mhx)
+                last_read = read_vecs.view(-1, self.read_vectors_size)
+                outs.append(self.output(torch.cat([xi, last_read], 1)))
+            return torch.stack(outs, 1)
+
+    def generate_data() -> tuple[torch.Tensor, torch.Tensor]:  # tasks/copy_task.py
+        sequence = rng.binomial(1, 0.5, (batch, seq_len, input_size - 1)).astype(np.float32)
+        input_data = np.zeros((batch, 2 * seq_len + 1, input_size), dtype=np.float32)
+        target_output = np.zeros((batch, 2 * seq_len + 1, input_size), dtype=np.float32)
+        input_data[:, :seq_len, :input_size - 1] = sequence
+        input_data[:, seq_len, -1] = 1  # the end-of-sequence marker
+        target_output[:, seq_len + 1:, :input_size - 1] = sequence
+        return torch.tensor(input_data), torch.tensor(target_output)
+
+    rnn = DNC()
+    optimizer = torch.optim.RMSprop(rnn.parameters(), lr=lr, momentum=0.9, eps=1e-10)
+    total = 0.0
+    for _ in range(steps):
+        optimizer.zero_grad()
+        input_data, target_output = generate_data()
+        output = rnn(input_data)
+        loss = nn.functional.binary_cross_entropy_with_logits(output, target_output)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(rnn.parameters(), grad_clip)
+        optimizer.step()
+        total += loss.item()
+    return total
+
+
+@_workload(default_steps=4)
+def instant_ngp_train(*, steps: int, seed: int) -> float:
+    """Instant-NGP radiance field (Müller et al. 2022) in plain PyTorch, as yashbhalgat's
+    HashNeRF-pytorch (hash_encoding.py's HashEmbedder and SHEncoder, utils.py's hash and
+    get_voxel_vertices, run_nerf_helpers.py's NeRFSmall and get_rays, run_nerf.py's create_nerf,
+    run_network, batchify, render, batchify_rays, render_rays, raw2outputs and train loop, loss.py's
+    total_variation_loss; the README's run: finest_res 512, log2_hashmap_size 19, lrate 0.01,
+    lrate_decay 10; configs/lego.txt: N_rand 1024, N_samples 64, white_bkgd, use_viewdirs, half_res
+    400 x 400, precrop_iters 500 at precrop_frac 0.5; sparse-loss-weight 1e-10, tv-loss-weight 1e-6):
+    16 levels of 2^19 x 2 hash tables (nn.Embedding with dense gradients, 16.8M parameters) at
+    resolutions 16 to 512; per level the 8 voxel corners' integer coordinates hashed (xor of the
+    coordinates times the primes 1, 2654435761 and 805459861, masked to the table size), gathered and
+    trilinearly interpolated; the degree-4 spherical harmonics of the view directions written
+    coefficient by coefficient into an empty tensor; NeRFSmall (2 density layers of 64 giving the
+    density and 15 geometry features, 3 colour layers of 64, no biases); each step a drawn training
+    view (a camera on the upper hemisphere of Blender's radius 4.03 looking at the origin, the lego
+    camera_angle_x, a drawn image; the data generator), get_rays over its 400 x 400 pixels, 1024
+    pixels of the central 200 x 200 crop chosen without replacement, the rays batched with their near
+    2 and far 6 and view directions, 64 stratified samples per ray (65,536 points, one netchunk),
+    the density of points outside the bounding box zeroed by boolean indexing (none fall outside: the
+    box is get_bbox3d_for_blenderobj's, the rays' span plus 1), volume rendering by the exclusive
+    cumprod of transmittance onto a white background, the MSE plus the entropy of each ray's weights
+    (a Categorical) and the total variation of a drawn cube of up to 51^3 hashed vertices in every
+    level's table; Adam with HashNeRF's two groups (the MLP with weight decay 1e-6, the tables with
+    eps 1e-15; betas 0.9 and 0.99) and the lr decay. HashNeRF-pytorch takes its own RAdam for these
+    groups; here Adam, as the paper and torch-ngp train them. The lego config's fine network (128
+    importance samples through a second NeRFSmall) is not run: one network over the stratified
+    samples, as Instant-NGP renders (its occupancy-grid ray marching, which makes the sample count
+    follow the scene, is not run either); so the entropy term is the coarse pass's only. Fixed
+    shapes; 4 steps (463.06 MiB, 26,587 events). Tables of 2^17 gave 271.99 MiB; the reference's
+    2^19 kept."""
+    torch.manual_seed(0)
+    n_rand, n_samples, chunk, netchunk, near, far = 1024, 64, 1024 * 32, 1024 * 64, 2.0, 6.0
+    n_levels, n_features, log2_hashmap_size, base_res, finest_res = 16, 2, 19, 16, 512
+    lrate, lrate_decay, sparse_loss_weight, tv_loss_weight = 0.01, 10, 1e-10, 1e-6
+    img_hw, camera_angle_x, radius, precrop_iters, precrop_frac = 400, 0.6911112070083618, 4.031128874, 500, 0.5
+    rng = np.random.default_rng(177 + seed)
+    gen = torch.Generator().manual_seed(177 + seed)
+    box_offsets = torch.tensor([[[i, j, k] for i in (0, 1) for j in (0, 1) for k in (0, 1)]])
+    primes = [1, 2654435761, 805459861]
+
+    def spatial_hash(coords: torch.Tensor) -> torch.Tensor:  # utils.py hash: xor of coordinate x prime
+        xor_result = torch.zeros_like(coords)[..., 0]
+        for i in range(coords.shape[-1]):
+            xor_result ^= coords[..., i] * primes[i]
+        return torch.tensor((1 << log2_hashmap_size) - 1) & xor_result
+
+    class HashEmbedder(nn.Module):  # hash_encoding.py
+        def __init__(self, bounding_box: tuple[torch.Tensor, torch.Tensor]) -> None:
+            super().__init__()
+            self.bounding_box = bounding_box
+            self.base_resolution, self.finest_resolution = torch.tensor(base_res), torch.tensor(finest_res)
+            self.out_dim = n_levels * n_features
+            self.b = torch.exp((torch.log(self.finest_resolution) - torch.log(self.base_resolution)) / (n_levels - 1))
+            self.embeddings = nn.ModuleList([nn.Embedding(2 ** log2_hashmap_size, n_features) for _ in range(n_levels)])
+            for emb in self.embeddings:
+                nn.init.uniform_(emb.weight, a=-0.0001, b=0.0001)
+
+        def voxel_vertices(self, xyz: torch.Tensor, resolution: torch.Tensor
+                           ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:  # utils.py get_voxel_vertices
+            box_min, box_max = self.bounding_box
+            keep_mask = xyz == torch.max(torch.min(xyz, box_max), box_min)
+            if not torch.all(xyz <= box_max) or not torch.all(xyz >= box_min):
+                xyz = torch.clamp(xyz, min=box_min, max=box_max)
+            grid_size = (box_max - box_min) / resolution
+            bottom_left_idx = torch.floor((xyz - box_min) / grid_size).int()
+            voxel_min_vertex = bottom_left_idx * grid_size + box_min
+            voxel_max_vertex = voxel_min_vertex + torch.tensor([1.0, 1.0, 1.0]) * grid_size
+            voxel_indices = bottom_left_idx.unsqueeze(1) + box_offsets  # the 8 corners
+            return voxel_min_vertex, voxel_max_vertex, spatial_hash(voxel_indices), keep_mask
+
+        @staticmethod
+        def trilinear_interp(x: torch.Tensor, vmin: torch.Tensor, vmax: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
+            w = (x - vmin) / (vmax - vmin)  # corners 0->000, 1->001, ..., 7->111
+            wx, wy, wz = w[:, 0][:, None], w[:, 1][:, None], w[:, 2][:, None]
+            c00 = e[:, 0] * (1 - wx) + e[:, 4] * wx
+            c01 = e[:, 1] * (1 - wx) + e[:, 5] * wx
+            c10 = e[:, 2] * (1 - wx) + e[:, 6] * wx
+            c11 = e[:, 3] * (1 - wx) + e[:, 7] * wx
+            c0 = c00 * (1 - wy) + c10 * wy
+            c1 = c01 * (1 - wy) + c11 * wy
+            return c0 * (1 - wz) + c1 * wz
+
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            embedded = []
+            keep_mask = torch.ones_like(x, dtype=torch.bool)
+            for i in range(n_levels):
+                resolution = torch.floor(self.base_resolution * self.b ** i)
+                vmin, vmax, hashed, keep_mask = self.voxel_vertices(x, resolution)
+                embedded.append(self.trilinear_interp(x, vmin, vmax, self.embeddings[i](hashed)))
+            return torch.cat(embedded, dim=-1), keep_mask.sum(dim=-1) == keep_mask.shape[-1]
+
+    sh_c0, sh_c1 = 0.28209479177387814, 0.4886025119029199
+    sh_c2 = [1.0925484305920792, -1.0925484305920792, 0.31539156525252005, -1.0925484305920792, 0.5462742152960396]
+    sh_c3 = [-0.5900435899266435, 2.890611442640554, -0.4570457994644658, 0.3731763325901154, -0.4570457994644658,
+             1.445305721320277, -0.5900435899266435]
+
+    def sh_encode(d: torch.Tensor) -> torch.Tensor:  # hash_encoding.py SHEncoder, degree 4: 16 coefficients
+        result = torch.empty((*d.shape[:-1], 16), dtype=d.dtype)
+        x, y, z = d.unbind(-1)
+        result[..., 0] = sh_c0
+        result[..., 1] = -sh_c1 * y
+        result[..., 2] = sh_c1 * z
+        result[..., 3] = -sh_c1 * x
+        xx, yy, zz = x * x, y * y, z * z
+        xy, yz, xz = x * y, y * z, x * z
+        result[..., 4] = sh_c2[0] * xy
+        result[..., 5] = sh_c2[1] * yz
+        result[..., 6] = sh_c2[2] * (2.0 * zz - xx - yy)
+        result[..., 7] = sh_c2[3] * xz
+        result[..., 8] = sh_c2[4] * (xx - yy)
+        result[..., 9] = sh_c3[0] * y * (3 * xx - yy)
+        result[..., 10] = sh_c3[1] * xy * z
+        result[..., 11] = sh_c3[2] * y * (4 * zz - xx - yy)
+        result[..., 12] = sh_c3[3] * z * (2 * zz - 3 * xx - 3 * yy)
+        result[..., 13] = sh_c3[4] * x * (4 * zz - xx - yy)
+        result[..., 14] = sh_c3[5] * z * (xx - yy)
+        result[..., 15] = sh_c3[6] * x * (xx - 3 * yy)
+        return result
+
+    class NeRFSmall(nn.Module):  # run_nerf_helpers.py, as create_nerf makes it for the hash embedding
+        def __init__(self, input_ch: int, input_ch_views: int, num_layers: int = 2, hidden_dim: int = 64,
+                     geo_feat_dim: int = 15, num_layers_color: int = 3, hidden_dim_color: int = 64) -> None:
+            super().__init__()
+            self.input_ch, self.input_ch_views = input_ch, input_ch_views
+            self.sigma_net = nn.ModuleList(
+                nn.Linear(input_ch if i == 0 else hidden_dim, 1 + geo_feat_dim if i == num_layers - 1 else hidden_dim,
+                          bias=False) for i in range(num_layers))
+            self.color_net = nn.ModuleList(
+                nn.Linear(input_ch_views + geo_feat_dim if i == 0 else hidden_dim,
+                          3 if i == num_layers_color - 1 else hidden_dim_color, bias=False) for i in range(num_layers_color))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            input_pts, input_views = torch.split(x, [self.input_ch, self.input_ch_views], dim=-1)
+            h = input_pts
+            for i, layer in enumerate(self.sigma_net):
+                h = layer(h)
+                if i != len(self.sigma_net) - 1:
+                    h = nn.functional.relu(h, inplace=True)
+            sigma, geo_feat = h[..., 0], h[..., 1:]
+            h = torch.cat([input_views, geo_feat], dim=-1)
+            for i, layer in enumerate(self.color_net):
+                h = layer(h)
+                if i != len(self.color_net) - 1:
+                    h = nn.functional.relu(h, inplace=True)
+            return torch.cat([h, sigma.unsqueeze(dim=-1)], -1)
+
+    def run_network(inputs: torch.Tensor, viewdirs: torch.Tensor) -> torch.Tensor:  # run_nerf.py
+        inputs_flat = torch.reshape(inputs, [-1, inputs.shape[-1]])
+        embedded, keep_mask = embed_fn(inputs_flat)
+        input_dirs = viewdirs[:, None].expand(inputs.shape)
+        embedded = torch.cat([embedded, sh_encode(torch.reshape(input_dirs, [-1, input_dirs.shape[-1]]))], -1)
+        outputs_flat = torch.cat([model(embedded[i:i + netchunk]) for i in range(0, embedded.shape[0], netchunk)], 0)
+        outputs_flat[~keep_mask, -1] = 0  # sigma 0 for the points outside the box
+        return torch.reshape(outputs_flat, list(inputs.shape[:-1]) + [outputs_flat.shape[-1]])
+
+    def raw2outputs(raw: torch.Tensor, z_vals: torch.Tensor, rays_d: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        dists = z_vals[..., 1:] - z_vals[..., :-1]
+        dists = torch.cat([dists, torch.Tensor([1e10]).expand(dists[..., :1].shape)], -1)
+        dists = dists * torch.norm(rays_d[..., None, :], dim=-1)
+        rgb = torch.sigmoid(raw[..., :3])
+        alpha = 1. - torch.exp(-nn.functional.relu(raw[..., 3]) * dists)
+        weights = alpha * torch.cumprod(torch.cat([torch.ones((alpha.shape[0], 1)), 1. - alpha + 1e-10], -1), -1)[:, :-1]
+        rgb_map = torch.sum(weights[..., None] * rgb, -2)
+        depth_map = torch.sum(weights * z_vals, -1) / torch.sum(weights, -1)
+        disp_map = 1. / torch.max(1e-10 * torch.ones_like(depth_map), depth_map)  # noqa: F841 (the reference returns it)
+        acc_map = torch.sum(weights, -1)
+        rgb_map = rgb_map + (1. - acc_map[..., None])  # white_bkgd
+        sparsity = torch.distributions.Categorical(
+            probs=torch.cat([weights, 1.0 - weights.sum(-1, keepdim=True) + 1e-6], dim=-1)).entropy()
+        return rgb_map, sparsity
+
+    def render(rays_o: torch.Tensor, rays_d: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # run_nerf.py render
+        viewdirs = rays_d / torch.norm(rays_d, dim=-1, keepdim=True)
+        viewdirs = torch.reshape(viewdirs, [-1, 3]).float()
+        rays_o, rays_d = torch.reshape(rays_o, [-1, 3]).float(), torch.reshape(rays_d, [-1, 3]).float()
+        near_t, far_t = near * torch.ones_like(rays_d[..., :1]), far * torch.ones_like(rays_d[..., :1])
+        rays = torch.cat([torch.cat([rays_o, rays_d, near_t, far_t], -1), viewdirs], -1)
+        outs = [render_rays(rays[i:i + chunk]) for i in range(0, rays.shape[0], chunk)]  # batchify_rays
+        return torch.cat([o[0] for o in outs], 0), torch.cat([o[1] for o in outs], 0)
+
+    def render_rays(ray_batch: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        n_rays = ray_batch.shape[0]
+        rays_o, rays_d, viewdirs = ray_batch[:, 0:3], ray_batch[:, 3:6], ray_batch[:, -3:]
+        bounds = torch.reshape(ray_batch[..., 6:8], [-1, 1, 2])
+        near_b, far_b = bounds[..., 0], bounds[..., 1]
+        t_vals = torch.linspace(0., 1., steps=n_samples)
+        z_vals = (near_b * (1. - t_vals) + far_b * t_vals).expand([n_rays, n_samples])
+        mids = .5 * (z_vals[..., 1:] + z_vals[..., :-1])  # perturb: stratified samples in the intervals
+        upper = torch.cat([mids, z_vals[..., -1:]], -1)
+        lower = torch.cat([z_vals[..., :1], mids], -1)
+        z_vals = lower + (upper - lower) * torch.rand(z_vals.shape, generator=gen)
+        pts = rays_o[..., None, :] + rays_d[..., None, :] * z_vals[..., :, None]
+        return raw2outputs(run_network(pts, viewdirs), z_vals, rays_d)
+
+    def total_variation_loss(embeddings: nn.Embedding, level: int) -> torch.Tensor:  # loss.py
+        b = math.exp((math.log(finest_res) - math.log(base_res)) / (n_levels - 1))
+        resolution = torch.tensor(math.floor(base_res * b ** level))
+        cube_size = torch.floor(torch.clip(resolution / 10.0, base_res - 1, 50)).int()
+        min_vertex = torch.randint(0, int(resolution - cube_size), (3,), generator=gen)
+        idx = min_vertex + torch.stack([torch.arange(int(cube_size) + 1) for _ in range(3)], dim=-1)
+        cube_indices = torch.stack(torch.meshgrid(idx[:, 0], idx[:, 1], idx[:, 2], indexing="ij"), dim=-1)
+        cube_embeddings = embeddings(spatial_hash(cube_indices))
+        tv_x = torch.pow(cube_embeddings[1:, :, :, :] - cube_embeddings[:-1, :, :, :], 2).sum()
+        tv_y = torch.pow(cube_embeddings[:, 1:, :, :] - cube_embeddings[:, :-1, :, :], 2).sum()
+        tv_z = torch.pow(cube_embeddings[:, :, 1:, :] - cube_embeddings[:, :, :-1, :], 2).sum()
+        return (tv_x + tv_y + tv_z) / cube_size
+
+    focal = 0.5 * img_hw / math.tan(0.5 * camera_angle_x)
+    # get_bbox3d_for_blenderobj: the span of every camera's corner rays from near to far, 1 added on
+    # each side; for cameras on this sphere, within the frustum's half-diagonal at far (3.05) plus 1
+    half = far * math.tan(0.5 * camera_angle_x) * math.sqrt(2) + 1.0
+    bounding_box = (torch.tensor([-half, -half, -half]), torch.tensor([half, half, half]))
+    embed_fn = HashEmbedder(bounding_box)
+    model = NeRFSmall(embed_fn.out_dim, 16)
+    optimizer = torch.optim.Adam([{"params": list(model.parameters()), "weight_decay": 1e-6},
+                                  {"params": list(embed_fn.parameters()), "eps": 1e-15}], lr=lrate, betas=(0.9, 0.99))
+    total = 0.0
+    for step in range(steps):
+        # a drawn training view: a camera on the upper hemisphere looking at the origin and its image
+        theta, phi = rng.uniform(0, 2 * math.pi), rng.uniform(0.05, 0.5 * math.pi)
+        origin = radius * np.array([math.cos(theta) * math.cos(phi), math.sin(theta) * math.cos(phi), math.sin(phi)])
+        forward = -origin / np.linalg.norm(origin)
+        right = np.cross(forward, [0.0, 0.0, 1.0])
+        right /= np.linalg.norm(right)
+        up = np.cross(right, forward)
+        c2w = torch.from_numpy(np.stack([right, up, -forward, origin], 1).astype(np.float32))
+        target = torch.from_numpy(rng.random((img_hw, img_hw, 3), dtype=np.float32))
+        pi, pj = torch.meshgrid(torch.linspace(0, img_hw - 1, img_hw), torch.linspace(0, img_hw - 1, img_hw), indexing="ij")
+        pi, pj = pi.t(), pj.t()  # get_rays
+        dirs = torch.stack([(pi - img_hw * .5) / focal, -(pj - img_hw * .5) / focal, -torch.ones_like(pi)], -1)
+        rays_d = torch.sum(dirs[..., np.newaxis, :] * c2w[:3, :3], -1)
+        rays_o = c2w[:3, -1].expand(rays_d.shape)
+        if step < precrop_iters:  # central crops first
+            d = int(img_hw // 2 * precrop_frac)
+            axis = torch.linspace(img_hw // 2 - d, img_hw // 2 + d - 1, 2 * d)
+        else:
+            axis = torch.linspace(0, img_hw - 1, img_hw)
+        coords = torch.reshape(torch.stack(torch.meshgrid(axis, axis, indexing="ij"), -1), [-1, 2])
+        select_coords = coords[rng.choice(coords.shape[0], size=[n_rand], replace=False)].long()
+        rays_o = rays_o[select_coords[:, 0], select_coords[:, 1]]
+        rays_d = rays_d[select_coords[:, 0], select_coords[:, 1]]
+        target_s = target[select_coords[:, 0], select_coords[:, 1]]
+        rgb, sparsity = render(rays_o, rays_d)
+        optimizer.zero_grad()
+        loss = torch.mean((rgb - target_s) ** 2)  # img2mse
+        loss = loss + sparse_loss_weight * sparsity.sum()
+        tv = sum(total_variation_loss(embed_fn.embeddings[level], level) for level in range(n_levels))
+        loss = loss + tv_loss_weight * tv
+        loss.backward()
+        optimizer.step()
+        new_lrate = lrate * (0.1 ** (step / (lrate_decay * 1000)))
+        for param_group in optimizer.param_groups:
+            param_group["lr"] = new_lrate
+        total += loss.item()
+    return total
+
+
+@_workload(default_steps=6)
+def yolov5_detect_train(*, steps: int, seed: int) -> float:
+    """YOLOv5n detector trained on drawn images (as ultralytics's yolov5: models/yolov5n.yaml,
+    models/yolo.py's DetectionModel, parse_model, Detect and _initialize_biases, models/common.py's
+    Conv, Bottleneck, C3, SPPF and Concat, utils/loss.py's ComputeLoss and build_targets,
+    utils/metrics.py's bbox_iou with CIoU, utils/torch_utils.py's smart_optimizer, ModelEMA and
+    initialize_weights, utils/dataloaders.py's collate_fn, train.py's loop, data/hyps/hyp.scratch-low.yaml:
+    80 classes, depth 0.33 and width 0.25, the P3-P5 anchors, 1,872,157 parameters; SGD lr0 0.01 with
+    nesterov momentum 0.937 in smart_optimizer's three groups (biases, weights with decay 5e-4,
+    BatchNorm weights), the LambdaLR linear schedule, nbs 64 with its accumulate, the warmup of the
+    first 100 iterations, box 0.05, obj 1.0, cls 0.5, anchor_t 4.0, fliplr 0.5), batch 8 of 320 x 320
+    images a step (the reference's 64 at 640 not run): each image noise with a drawn number (0-30) of
+    filled rectangles of drawn sizes (6 to 240 pixels, log-uniform) and classes, flipped left-right
+    with probability 0.5, its labels collated with their image index (the data generator; mosaic,
+    HSV and perspective augmentation not run). The model built as parse_model builds it, its strides
+    from a forward of a 256 x 256 zero image, check_anchor_order, the biases initialised; each step
+    the forward of the three scales (40 x 40, 20 x 20, 10 x 10 grids of 3 anchors x 85), then
+    build_targets: every label repeated for the 3 anchors, kept by the wh-ratio test, and repeated
+    to its two nearest neighbour cells by the 0.5 offsets (a number of targets per scale that
+    follows the labels), the matched predictions gathered by advanced indexing, the CIoU box loss,
+    the objectness targets written as the detached IoU by indexing into a zero tensor and the
+    objectness BCE over every cell, the class BCE over the matched predictions with their one-hot
+    targets written by indexing; backward, clip_grad_norm_ 10, the SGD step and the EMA update of
+    every state_dict entry; the warmup's accumulate reaches 2 at the ninth iteration, so the second
+    run's ninth and eleventh iterations accumulate their gradients without a step. Shapes follow the
+    data: labels / matched targets over the three scales, first run 81 / 765, 85 / 891, 136 / 1,380,
+    133 / 1,430, 127 / 1,341, 103 / 1,152; second run 95-156 labels and 936-1,650 targets; 6 steps
+    (361.02 MiB, 57,982 events)."""
+    torch.manual_seed(0)
+    batch, imgsz, nc, max_boxes = 8, 320, 80, 30
+    hyp = {"lr0": 0.01, "lrf": 0.01, "momentum": 0.937, "weight_decay": 0.0005, "warmup_epochs": 3.0,
+           "warmup_momentum": 0.8, "warmup_bias_lr": 0.1, "box": 0.05, "cls": 0.5, "cls_pw": 1.0, "obj": 1.0,
+           "obj_pw": 1.0, "anchor_t": 4.0, "fliplr": 0.5}  # data/hyps/hyp.scratch-low.yaml
+    depth_multiple, width_multiple, epochs, nbs = 0.33, 0.25, 300, 64
+    anchors_cfg = [[10, 13, 16, 30, 33, 23], [30, 61, 62, 45, 59, 119], [116, 90, 156, 198, 373, 326]]
+    rng = np.random.default_rng(178 + seed)
+    act = nn.SiLU()  # Conv.default_act, one module shared by every Conv
+
+    def autopad(k: int, p: int | None = None) -> int:
+        return k // 2 if p is None else p
+
+    class Conv(nn.Module):  # models/common.py
+        def __init__(self, c1: int, c2: int, k: int = 1, s: int = 1, p: int | None = None) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(c1, c2, k, s, autopad(k, p), bias=False)
+            self.bn = nn.BatchNorm2d(c2)
+            self.act = act
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.act(self.bn(self.conv(x)))
+
+    class Bottleneck(nn.Module):
+        def __init__(self, c1: int, c2: int, shortcut: bool = True, e: float = 0.5) -> None:
+            super().__init__()
+            c_ = int(c2 * e)
+            self.cv1, self.cv2 = Conv(c1, c_, 1, 1), Conv(c_, c2, 3, 1)
+            self.add = shortcut and c1 == c2
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x + self.cv2(self.cv1(x)) if self.add else self.cv2(self.cv1(x))
+
+    class C3(nn.Module):
+        def __init__(self, c1: int, c2: int, n: int = 1, shortcut: bool = True, e: float = 0.5) -> None:
+            super().__init__()
+            c_ = int(c2 * e)
+            self.cv1, self.cv2, self.cv3 = Conv(c1, c_, 1, 1), Conv(c1, c_, 1, 1), Conv(2 * c_, c2, 1)
+            self.m = nn.Sequential(*(Bottleneck(c_, c_, shortcut, e=1.0) for _ in range(n)))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.cv3(torch.cat((self.m(self.cv1(x)), self.cv2(x)), 1))
+
+    class SPPF(nn.Module):
+        def __init__(self, c1: int, c2: int, k: int = 5) -> None:
+            super().__init__()
+            c_ = c1 // 2
+            self.cv1, self.cv2 = Conv(c1, c_, 1, 1), Conv(c_ * 4, c2, 1, 1)
+            self.m = nn.MaxPool2d(kernel_size=k, stride=1, padding=k // 2)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            x = self.cv1(x)
+            y1 = self.m(x)
+            y2 = self.m(y1)
+            return self.cv2(torch.cat((x, y1, y2, self.m(y2)), 1))
+
+    class Concat(nn.Module):
+        def forward(self, x: list[torch.Tensor]) -> torch.Tensor:
+            return torch.cat(x, 1)
+
+    class Detect(nn.Module):  # models/yolo.py, the training branch
+        def __init__(self, ch: list[int]) -> None:
+            super().__init__()
+            self.nc, self.no, self.nl, self.na = nc, nc + 5, len(anchors_cfg), len(anchors_cfg[0]) // 2
+            self.register_buffer("anchors", torch.tensor(anchors_cfg).float().view(self.nl, -1, 2))
+            self.m = nn.ModuleList(nn.Conv2d(x, self.no * self.na, 1) for x in ch)
+            self.stride = torch.ones(self.nl)
+
+        def forward(self, x: list[torch.Tensor]) -> list[torch.Tensor]:
+            for i in range(self.nl):
+                x[i] = self.m[i](x[i])
+                bs, _, ny, nx = x[i].shape  # x(bs,255,20,20) to x(bs,3,20,20,85)
+                x[i] = x[i].view(bs, self.na, self.no, ny, nx).permute(0, 1, 3, 4, 2).contiguous()
+            return x
+
+    def make_divisible(x: float, divisor: int = 8) -> int:
+        return int(math.ceil(x / divisor) * divisor)
+
+    # models/yolov5n.yaml, built as parse_model builds it: [from, number, module, args]
+    cfg: list[tuple[int | list[int], int, str, list[object]]] = [
+        (-1, 1, "Conv", [64, 6, 2, 2]), (-1, 1, "Conv", [128, 3, 2]), (-1, 3, "C3", [128]),
+        (-1, 1, "Conv", [256, 3, 2]), (-1, 6, "C3", [256]), (-1, 1, "Conv", [512, 3, 2]), (-1, 9, "C3", [512]),
+        (-1, 1, "Conv", [1024, 3, 2]), (-1, 3, "C3", [1024]), (-1, 1, "SPPF", [1024, 5]),
+        (-1, 1, "Conv", [512, 1, 1]), (-1, 1, "Upsample", []), ([-1, 6], 1, "Concat", []), (-1, 3, "C3", [512, False]),
+        (-1, 1, "Conv", [256, 1, 1]), (-1, 1, "Upsample", []), ([-1, 4], 1, "Concat", []), (-1, 3, "C3", [256, False]),
+        (-1, 1, "Conv", [256, 3, 2]), ([-1, 14], 1, "Concat", []), (-1, 3, "C3", [512, False]),
+        (-1, 1, "Conv", [512, 3, 2]), ([-1, 10], 1, "Concat", []), (-1, 3, "C3", [1024, False]),
+        ([17, 20, 23], 1, "Detect", []),
+    ]
+
+    class DetectionModel(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            layers, self.froms, save, ch = [], [], [], [3]
+            for i, (f, n, kind, args) in enumerate(cfg):
+                n = max(round(n * depth_multiple), 1) if n > 1 else n
+                m: nn.Module
+                if kind in ("Conv", "C3", "SPPF"):
+                    c1, c2 = ch[cast(int, f)], make_divisible(cast(int, args[0]) * width_multiple, 8)
+                    if kind == "Conv":
+                        m = Conv(c1, c2, *cast(list[int], args[1:]))
+                    elif kind == "SPPF":
+                        m = SPPF(c1, c2, cast(int, args[1]))
+                    else:
+                        m = C3(c1, c2, n, *cast(list[bool], args[1:]))
+                elif kind == "Upsample":
+                    m, c2 = nn.Upsample(None, 2, "nearest"), ch[-1]
+                elif kind == "Concat":
+                    m, c2 = Concat(), sum(ch[x] for x in cast(list[int], f))
+                else:
+                    m, c2 = Detect([ch[x] for x in cast(list[int], f)]), 0
+                save.extend(x % i for x in ([f] if isinstance(f, int) else f) if x != -1)
+                layers.append(m)
+                self.froms.append(f)
+                ch = [] if i == 0 else ch
+                ch.append(c2)
+            self.model, self.save = nn.Sequential(*layers), sorted(save)
+            detect = cast(Detect, self.model[-1])
+            s = 256  # 2x min stride: the strides from a forward of zeros
+            detect.stride = torch.tensor([s / x.shape[-2] for x in self.forward(torch.zeros(1, 3, s, s))])
+            a = detect.anchors.prod(-1).mean(-1).view(-1)  # check_anchor_order
+            if (a[-1] - a[0]) and ((a[-1] - a[0]).sign() != (detect.stride[-1] - detect.stride[0]).sign()):
+                detect.anchors[:] = detect.anchors.flip(0)
+            detect.anchors /= detect.stride.view(-1, 1, 1)
+            self.stride = detect.stride
+            for mi, st in zip(detect.m, detect.stride):  # _initialize_biases
+                b = cast(torch.Tensor, mi.bias).view(detect.na, -1)
+                b.data[:, 4] += math.log(8 / (640 / st) ** 2)
+                b.data[:, 5:5 + nc] += math.log(0.6 / (nc - 0.99999))
+                mi.bias = torch.nn.Parameter(b.view(-1), requires_grad=True)
+            for m in self.modules():  # initialize_weights
+                if type(m) is nn.BatchNorm2d:
+                    m.eps, m.momentum = 1e-3, 0.03
+                elif type(m) is nn.SiLU:
+                    m.inplace = True
+
+        def forward(self, x: torch.Tensor) -> list[torch.Tensor]:  # _forward_once
+            y: list[torch.Tensor | None] = []
+            out: object = x
+            for i, m in enumerate(self.model):
+                f = self.froms[i]
+                if f != -1:
+                    out = y[f] if isinstance(f, int) else [out if j == -1 else y[j] for j in f]
+                out = m(out)
+                y.append(cast(torch.Tensor, out) if i in self.save else None)
+            return cast(list[torch.Tensor], out)
+
+    def bbox_ciou(box1: torch.Tensor, box2: torch.Tensor, eps: float = 1e-7) -> torch.Tensor:  # utils/metrics.py bbox_iou
+        (x1, y1, w1, h1), (x2, y2, w2, h2) = box1.chunk(4, -1), box2.chunk(4, -1)
+        w1_, h1_, w2_, h2_ = w1 / 2, h1 / 2, w2 / 2, h2 / 2
+        b1_x1, b1_x2, b1_y1, b1_y2 = x1 - w1_, x1 + w1_, y1 - h1_, y1 + h1_
+        b2_x1, b2_x2, b2_y1, b2_y2 = x2 - w2_, x2 + w2_, y2 - h2_, y2 + h2_
+        inter = (b1_x2.minimum(b2_x2) - b1_x1.maximum(b2_x1)).clamp(0) * (
+            b1_y2.minimum(b2_y2) - b1_y1.maximum(b2_y1)).clamp(0)
+        union = w1 * h1 + w2 * h2 - inter + eps
+        iou = inter / union
+        cw = b1_x2.maximum(b2_x2) - b1_x1.minimum(b2_x1)
+        ch = b1_y2.maximum(b2_y2) - b1_y1.minimum(b2_y1)
+        c2 = cw ** 2 + ch ** 2 + eps
+        rho2 = ((b2_x1 + b2_x2 - b1_x1 - b1_x2) ** 2 + (b2_y1 + b2_y2 - b1_y1 - b1_y2) ** 2) / 4
+        v = (4 / math.pi ** 2) * (torch.atan(w2 / h2) - torch.atan(w1 / h1)).pow(2)
+        with torch.no_grad():
+            alpha = v / (v - iou + (1 + eps))
+        return iou - (rho2 / c2 + v * alpha)
+
+    class ComputeLoss:  # utils/loss.py
+        def __init__(self, model: DetectionModel) -> None:
+            self.BCEcls = nn.BCEWithLogitsLoss(pos_weight=torch.tensor([hyp["cls_pw"]]))
+            self.BCEobj = nn.BCEWithLogitsLoss(pos_weight=torch.tensor([hyp["obj_pw"]]))
+            self.cp, self.cn = 1.0, 0.0  # smooth_BCE(eps=0.0)
+            det = cast(Detect, model.model[-1])
+            self.balance = [4.0, 1.0, 0.4]
+            self.gr, self.na, self.nc, self.nl, self.anchors = 1.0, det.na, det.nc, det.nl, det.anchors
+
+        def __call__(self, p: list[torch.Tensor], targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            lcls, lbox, lobj = torch.zeros(1), torch.zeros(1), torch.zeros(1)
+            tcls, tbox, indices, anchors = self.build_targets(p, targets)
+            for i, pi in enumerate(p):
+                b, a, gj, gi = indices[i]
+                tobj = torch.zeros(pi.shape[:4], dtype=pi.dtype)
+                n = b.shape[0]
+                if n:
+                    pxy, pwh, _, pcls = pi[b, a, gj, gi].split((2, 2, 1, self.nc), 1)  # the matched predictions
+                    pxy = pxy.sigmoid() * 2 - 0.5
+                    pwh = (pwh.sigmoid() * 2) ** 2 * anchors[i]
+                    pbox = torch.cat((pxy, pwh), 1)
+                    iou = bbox_ciou(pbox, tbox[i]).squeeze()
+                    lbox += (1.0 - iou).mean()
+                    iou = iou.detach().clamp(0).type(tobj.dtype)
+                    if self.gr < 1:
+                        iou = (1.0 - self.gr) + self.gr * iou
+                    tobj[b, a, gj, gi] = iou  # the objectness targets written by indexing
+                    if self.nc > 1:
+                        t = torch.full_like(pcls, self.cn)
+                        t[range(n), tcls[i]] = self.cp
+                        lcls += self.BCEcls(pcls, t)
+                lobj += self.BCEobj(pi[..., 4], tobj) * self.balance[i]
+            lbox *= hyp["box"]
+            lobj *= hyp["obj"]
+            lcls *= hyp["cls"]
+            bs = tobj.shape[0]
+            return (lbox + lobj + lcls) * bs, torch.cat((lbox, lobj, lcls)).detach()
+
+        def build_targets(self, p: list[torch.Tensor], targets: torch.Tensor
+                          ) -> tuple[list[torch.Tensor], list[torch.Tensor], list[tuple[torch.Tensor, ...]], list[torch.Tensor]]:
+            na, nt = self.na, targets.shape[0]
+            tcls, tbox, indices, anch = [], [], [], []
+            gain = torch.ones(7)
+            ai = torch.arange(na).float().view(na, 1).repeat(1, nt)
+            targets = torch.cat((targets.repeat(na, 1, 1), ai[..., None]), 2)  # append the anchor indices
+            g = 0.5
+            off = torch.tensor([[0, 0], [1, 0], [0, 1], [-1, 0], [0, -1]]).float() * g  # j,k,l,m
+            offsets: torch.Tensor | int
+            for i in range(self.nl):
+                anchors, shape = self.anchors[i], p[i].shape
+                gain[2:6] = torch.tensor(shape)[[3, 2, 3, 2]]
+                t = targets * gain
+                if nt:
+                    r = t[..., 4:6] / anchors[:, None]  # the wh ratio against each anchor
+                    j = torch.max(r, 1 / r).max(2)[0] < hyp["anchor_t"]
+                    t = t[j]
+                    gxy = t[:, 2:4]
+                    gxi = gain[[2, 3]] - gxy
+                    j, k = ((gxy % 1 < g) & (gxy > 1)).T  # the two nearest neighbour cells (j, k, l, m)
+                    l_, m = ((gxi % 1 < g) & (gxi > 1)).T
+                    j = torch.stack((torch.ones_like(j), j, k, l_, m))
+                    t = t.repeat((5, 1, 1))[j]
+                    offsets = (torch.zeros_like(gxy)[None] + off[:, None])[j]
+                else:
+                    t = targets[0]
+                    offsets = 0
+                bc, gxy, gwh, a = t.chunk(4, 1)
+                a, (b, c) = a.long().view(-1), bc.long().T
+                gij = (gxy - offsets).long()
+                gi, gj = gij.T
+                indices.append((b, a, gj.clamp_(0, shape[2] - 1), gi.clamp_(0, shape[3] - 1)))
+                tbox.append(torch.cat((gxy - gij, gwh), 1))
+                anch.append(anchors[a])
+                tcls.append(c)
+            return tcls, tbox, indices, anch
+
+    class ModelEMA:  # utils/torch_utils.py
+        def __init__(self, model: nn.Module, decay: float = 0.9999, tau: float = 2000) -> None:
+            self.ema = copy.deepcopy(model).eval()
+            self.updates = 0
+            self.decay = lambda x: decay * (1 - math.exp(-x / tau))
+            for p in self.ema.parameters():
+                p.requires_grad_(False)
+
+        def update(self, model: nn.Module) -> None:
+            self.updates += 1
+            d = self.decay(self.updates)
+            msd = model.state_dict()
+            for k, v in self.ema.state_dict().items():
+                if v.dtype.is_floating_point:
+                    v *= d
+                    v += (1 - d) * msd[k].detach()
+
+    def load_item() -> tuple[torch.Tensor, torch.Tensor]:
+        """A drawn image of a drawn number of boxes (filled rectangles of drawn classes' colours on noise)
+        and its labels [0, class, x, y, w, h] normalised, flipped left-right with probability fliplr."""
+        img = rng.integers(0, 256, (imgsz, imgsz, 3), dtype=np.uint8)
+        nl = int(rng.integers(0, max_boxes + 1))
+        labels = np.zeros((nl, 6), dtype=np.float32)
+        for n in range(nl):
+            w, h = np.exp(rng.uniform(math.log(6), math.log(0.75 * imgsz), 2))
+            x, y = rng.uniform(w / 2, imgsz - w / 2), rng.uniform(h / 2, imgsz - h / 2)
+            cls = int(rng.integers(0, nc))
+            img[int(y - h / 2):int(y + h / 2), int(x - w / 2):int(x + w / 2)] = (37 * cls) % 256, (91 * cls) % 256, (53 * cls) % 256
+            labels[n, 1:] = cls, x / imgsz, y / imgsz, w / imgsz, h / imgsz
+        if rng.random() < hyp["fliplr"]:
+            img = np.fliplr(img)
+            labels[:, 2] = 1 - labels[:, 2]
+        img = np.ascontiguousarray(img.transpose((2, 0, 1)))  # HWC to CHW
+        return torch.from_numpy(img), torch.from_numpy(labels)
+
+    def collate_fn(items: list[tuple[torch.Tensor, torch.Tensor]]) -> tuple[torch.Tensor, torch.Tensor]:
+        im, label = zip(*items)
+        for i, lb in enumerate(label):
+            lb[:, 0] = i  # the target image index for build_targets
+        return torch.stack(im, 0), torch.cat(label, 0)
+
+    model = DetectionModel()
+    accumulate = max(round(nbs / batch), 1)
+    hyp["weight_decay"] *= batch * accumulate / nbs
+    g: tuple[list[nn.Parameter], list[nn.Parameter], list[nn.Parameter]] = ([], [], [])  # smart_optimizer
+    for v in model.modules():
+        for p_name, p in v.named_parameters(recurse=False):
+            if p_name == "bias":
+                g[2].append(p)
+            elif p_name == "weight" and isinstance(v, nn.BatchNorm2d):
+                g[1].append(p)
+            else:
+                g[0].append(p)
+    optimizer = torch.optim.SGD(g[2], lr=hyp["lr0"], momentum=hyp["momentum"], nesterov=True)
+    optimizer.add_param_group({"params": g[0], "weight_decay": hyp["weight_decay"]})
+    optimizer.add_param_group({"params": g[1], "weight_decay": 0.0})
+    lf = lambda x: (1 - x / epochs) * (1.0 - hyp["lrf"]) + hyp["lrf"]  # noqa: E731
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda=lf)  # noqa: F841 (sets initial_lr)
+    ema = ModelEMA(model)
+    nw, last_opt_step, epoch = 100, -1, 0  # max(round(warmup_epochs * nb), 100) warmup iterations
+    compute_loss = ComputeLoss(model)
+    model.train()
+    optimizer.zero_grad()
+    total = 0.0
+    for ni in range(steps):
+        imgs, targets = collate_fn([load_item() for _ in range(batch)])
+        imgs = imgs.float() / 255
+        if ni <= nw:  # warmup: the bias lr falls from 0.1, the others rise from 0; momentum from 0.8
+            xi = [0, nw]
+            accumulate = max(1, np.interp(ni, xi, [1, nbs / batch]).round())
+            for j, x in enumerate(optimizer.param_groups):
+                x["lr"] = np.interp(ni, xi, [hyp["warmup_bias_lr"] if j == 0 else 0.0, x["initial_lr"] * lf(epoch)])
+                if "momentum" in x:
+                    x["momentum"] = np.interp(ni, xi, [hyp["warmup_momentum"], hyp["momentum"]])
+        pred = model(imgs)
+        loss, loss_items = compute_loss(pred, targets)
+        loss.backward()
+        if ni - last_opt_step >= accumulate:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=10.0)
+            optimizer.step()
+            optimizer.zero_grad()
+            ema.update(model)
+            last_opt_step = ni
+        total += loss.item()
+    return total
+
+
 WORKLOADS: dict[str, Workload] = {
     "mlp-train": mlp_train,
     "cnn-train": cnn_train,
@@ -16643,6 +17419,19 @@ HELDOUT: dict[str, Workload] = {
     "pointer-gen-train": pointer_gen_train,
     "navit-train": navit_train,
     "superglue-match-train": superglue_match_train,
+    # the thirtieth set, captured after the twenty-ninth was measured and committed (in thirtieth/)
+    # before it is measured, to check a later change: a differentiable neural computer's LSTM
+    # controller unrolled over the copy task's 17 time steps, each writing and reading a 128-cell
+    # memory through a usage sorted by topk for allocation, a batch x 128 x 128 temporal link matrix
+    # and cosine content weightings, all kept for one backward; an Instant-NGP radiance field
+    # gathering 8 hashed corners per level from 16 tables of 2^19 entries for each of 1024 rays x 64
+    # samples, with spherical harmonics written coefficient by coefficient and dense Adam state over
+    # the 16.8M table entries; a YOLOv5n detector whose build_targets repeats the drawn labels over
+    # anchors and neighbour cells, so the number of matched targets per scale follows the data, with a
+    # CIoU loss over the matched predictions, objectness targets written by indexing and an EMA copy
+    "dnc-copy-train": dnc_copy_train,
+    "instant-ngp-train": instant_ngp_train,
+    "yolov5-detect-train": yolov5_detect_train,
 }
 
 
