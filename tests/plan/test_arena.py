@@ -218,10 +218,11 @@ def test_climb_chunks_keep_a_later_climb_from_unmapping_what_it_maps_again():
     temporary. Within the slack alone, a climb unmaps the temporaries' free pages and maps
     them again a layer later; with ``climb_chunks`` growth chunks of room a climb past an
     earlier peak makes fewer device calls, and holds at most that many chunks (plus the
-    top's own chunk) over the live peak. The run's first climb gets no room: its end is
-    often the run's peak."""
+    top's own chunk) over the live peak. (The run's first climb gets no room here: see
+    the next test.)"""
     def run(chunks: float) -> tuple[int, int, int, int]:
-        a, dev = make(page=PAGE, growth=1 / 16, growth_max=1 << 30, slack=0.0, climb_chunks=chunks)
+        a, dev = make(page=PAGE, growth=1 / 16, growth_max=1 << 30, slack=0.0, climb_chunks=chunks,
+                      first_climb_unmaps=1 << 30)
 
         def climb(layers: int) -> None:
             for i in range(layers):
@@ -245,6 +246,34 @@ def test_climb_chunks_keep_a_later_climb_from_unmapping_what_it_maps_again():
     for chunks, reserved in ((0, reserved0), (2, reserved2)):
         assert reserved - live <= (chunks + 1) * chunk + PAGE, (chunks, reserved, live)
     assert make()[0].spec.climb_chunks == 2.0
+
+
+def test_the_first_climb_gets_room_once_it_has_churned():
+    """The run's first climb gets the ``climb_chunks`` room only once it has made
+    ``first_climb_unmaps`` unmaps to stay within the slack: its end is often the run's
+    peak, where the room would stay reserved, so a first climb that unmaps little keeps
+    the slack alone, and one that churns saves the calls from then on."""
+    def run(chunks: float, after: int) -> tuple[int, list[int], int]:
+        a, dev = make(page=PAGE, growth=1 / 16, growth_max=1 << 30, slack=0.0, climb_chunks=chunks,
+                      first_climb_unmaps=after)
+        calls = []
+        for i in range(40):  # one climb: each layer keeps an activation and frees a temporary
+            temp = a.malloc((3 + i % 5) * PAGE)
+            a.malloc(2 * PAGE)
+            a.free(temp)
+            calls.append(dev.counters.maps + dev.counters.unmaps)
+        return dev.counters.unmaps, calls, a.memory_stats()["reserved_bytes.all.peak"]
+
+    slack_only, never, from_start = run(0.0, 0), run(2.0, 1 << 30), run(2.0, 0)
+    assert never == slack_only  # no room until the climb has made that many unmaps
+    unmaps = slack_only[0]
+    assert unmaps >= 8, unmaps  # the climb churns within the slack alone
+    assert from_start[1][-1] < slack_only[1][-1], (from_start[1][-1], slack_only[1][-1])
+    # with room after half of those unmaps: the slack alone until the room starts, fewer calls in all
+    half = run(2.0, unmaps // 2)
+    start = next(i for i, c in enumerate(half[1]) if c != slack_only[1][i])
+    assert start > 0 and half[1][-1] < slack_only[1][-1], (start, half[1][-1], slack_only[1][-1])
+    assert make()[0].spec.first_climb_unmaps == 8
 
 
 def test_past_the_live_peak_the_top_grows_by_the_request_only():

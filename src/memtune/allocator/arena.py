@@ -36,7 +36,8 @@ and back exactly the pages live blocks touch.
   little more room would otherwise move pages every step; for a request that
   sets a new one past an earlier peak, ``climb_chunks`` growth chunks past the
   slack: a climbing peak would otherwise map again, a few requests later, the
-  pages unmapped to stay within 2 % of it), and then
+  pages unmapped to stay within 2 % of it; on the run's first climb only once it
+  has made ``first_climb_unmaps`` unmaps, as its end is often the run's peak), and then
   down to the live peak (**lazy unmapping with hysteresis**): cold pages first,
   largest runs first. Pages freed since live bytes last peaked are *hot* when
   the request sets no new peak -- a repeating step uses them again -- so they
@@ -108,9 +109,12 @@ class ArenaSpec:
     #: ... and while live bytes climb past an earlier peak (any climb but the run's first),
     #: by the slack plus this many growth chunks: a climb's peak keeps rising, so pages
     #: unmapped to stay within 2 % of it are mapped again a few requests later, two device
-    #: calls each. The first climb gets none: its end is often the run's peak, where the
-    #: room would stay reserved (docs/policy-log.md, "Room for a climb")
+    #: calls each (docs/policy-log.md, "Room for a climb")
     climb_chunks: float = 2.0
+    #: the run's first climb gets that room only once this many unmaps were made to stay
+    #: within the slack: its end is often the run's peak, where the room would stay
+    #: reserved, which pays only where the climb churns (0 = from the start)
+    first_climb_unmaps: int = 8
     #: a region's top grows by this fraction of the peak live bytes beyond the request ...
     growth: float = 1 / 16
     #: ... but by at most this many bytes
@@ -179,6 +183,7 @@ class ArenaSpec:
         need(self.climb_pause >= 0, f"climb_pause must be >= 0; got {self.climb_pause}")
         need(0.0 <= self.move_slack, f"move_slack must be >= 0; got {self.move_slack}")
         need(0.0 <= self.climb_chunks, f"climb_chunks must be >= 0; got {self.climb_chunks}")
+        need(self.first_climb_unmaps >= 0, f"first_climb_unmaps must be >= 0; got {self.first_climb_unmaps}")
         need(0.0 <= self.move_budget, f"move_budget must be >= 0; got {self.move_budget}")
         need(0.0 <= self.tiny_share <= 1.0, f"tiny_share must be in [0, 1]; got {self.tiny_share}")
         need(self.tiny_allocs >= 0, f"tiny_allocs must be >= 0; got {self.tiny_allocs}")
@@ -661,7 +666,7 @@ class ArenaAllocator(AllocatorBase):
         chunk0 = min(spec.growth_max, int(max(0, self._peak_live - climb_start) * spec.growth))
         chunk = min(spec.growth_max, max(spec.growth_min, chunk0))
         target = self._target()
-        if new_peak and climb_start > 0:  # (a later climb: see climb_chunks)
+        if new_peak and (climb_start > 0 or self._trims >= spec.first_climb_unmaps):  # (see climb_chunks)
             target += int(spec.climb_chunks * chunk)
         target = max(target, int((self._live_bytes + (hi - lo)) * (1.0 + spec.slack)))
         if not new_peak:  # (a move: see move_slack)
