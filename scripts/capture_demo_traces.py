@@ -18457,28 +18457,29 @@ HELDOUT: dict[str, Workload] = {
     "navit-train": navit_train,
     "superglue-match-train": superglue_match_train,
     # the thirtieth set, captured while the twenty-ninth was measured and committed (in thirtieth/)
-    # before it is measured, to check a later change: a differentiable neural computer's LSTM
-    # controller unrolled over the copy task's 17 time steps, each writing and reading a 128-cell
-    # memory through a usage sorted by topk for allocation, a batch x 128 x 128 temporal link matrix
-    # and cosine content weightings, all kept for one backward; an Instant-NGP radiance field
-    # gathering 8 hashed corners per level from 16 tables of 2^19 entries for each of 1024 rays x 64
-    # samples, with spherical harmonics written coefficient by coefficient and dense Adam state over
-    # the 16.8M table entries; a YOLOv5n detector whose build_targets repeats the drawn labels over
-    # anchors and neighbour cells, so the number of matched targets per scale follows the data, with a
-    # CIoU loss over the matched predictions, objectness targets written by indexing and an EMA copy
+    # before it was measured, and measured once after room on the first climb (5728045): a
+    # differentiable neural computer's LSTM controller unrolled over the copy task's 17 time steps,
+    # each writing and reading a 128-cell memory through a usage sorted by topk for allocation, a
+    # batch x 128 x 128 temporal link matrix and cosine content weightings, all kept for one
+    # backward; an Instant-NGP radiance field gathering 8 hashed corners per level from 16 tables of
+    # 2^19 entries for each of 1024 rays x 64 samples, with spherical harmonics written coefficient
+    # by coefficient and dense Adam state over the 16.8M table entries; a YOLOv5n detector whose
+    # build_targets repeats the drawn labels over anchors and neighbour cells, so the number of
+    # matched targets per scale follows the data, with a CIoU loss over the matched predictions,
+    # objectness targets written by indexing and an EMA copy
     "dnc-copy-train": dnc_copy_train,
     "instant-ngp-train": instant_ngp_train,
     "yolov5-detect-train": yolov5_detect_train,
     # the thirtieth set (part b), captured while the twenty-ninth was measured and committed (in
-    # thirtieth/) before it is measured, to check a later change: a long-sequence forecaster whose
-    # ProbSparse attention samples keys at drawn indices for every query and writes the top
-    # queries' context back by index_put into a mean or cumsum of the values, with a distilling
-    # convolution halving the encoder's length between layers; a text recogniser whose conv stack
-    # and bidirectional LSTMs run at the width of each batch's widest drawn word image (all
-    # resized to it, persistent input buffers grown by resize_) under CTC over the drawn label
-    # lengths; a temporal graph network whose GRU memory is updated for a drawn number of nodes
-    # with stored messages on a clone of the whole node memory, attending over the 10 most recent
-    # neighbours of 600 nodes and storing the batch's raw messages node by node
+    # thirtieth/) before it was measured, and measured once after room on the first climb: a long-
+    # sequence forecaster whose ProbSparse attention samples keys at drawn indices for every query
+    # and writes the top queries' context back by index_put into a mean or cumsum of the values,
+    # with a distilling convolution halving the encoder's length between layers; a text recogniser
+    # whose conv stack and bidirectional LSTMs run at the width of each batch's widest drawn word
+    # image (all resized to it, persistent input buffers grown by resize_) under CTC over the drawn
+    # label lengths; a temporal graph network whose GRU memory is updated for a drawn number of
+    # nodes with stored messages on a clone of the whole node memory, attending over the 10 most
+    # recent neighbours of 600 nodes and storing the batch's raw messages node by node
     "informer-forecast-train": informer_forecast_train,
     "crnn-ocr-train": crnn_ocr_train,
     "tgn-temporal-train": tgn_temporal_train,
