@@ -18856,6 +18856,880 @@ def pinsage_walk_train(*, steps: int, seed: int) -> float:
         total += loss.item()
     return total
 
+
+@_workload(default_steps=4)
+def demucs_separate_train(*, steps: int, seed: int) -> float:
+    """Demucs music source separation in the waveform domain (Défossez et al. 2019, as
+    facebookresearch's demucs at its v2 commit (d6abb13, "demucs v2"): demucs/model.py's Demucs, the
+    waveform U-Net (each encoder layer a Conv1d of kernel 8 and stride 4 with ReLU and a 1x1 Conv1d
+    doubling the channels with GLU; at the bottleneck BLSTM, a 2-layer bidirectional LSTM and a Linear
+    back to the channels; each decoder layer a Conv1d of kernel context 3 with GLU and a
+    ConvTranspose1d of kernel 8 and stride 4, with ReLU but in the last; the encoder's outputs added
+    as skips after center_trim), rescale_module's rescaling of the initial weights to a standard
+    deviation near 0.1, valid_length, and resample: the mixture upsampled x2 on the way in and the
+    estimate downsampled /2 on the way out by julius.resample_frac (julius/resample.py's
+    ResampleFrac and julius/core.py's sinc written out: a new resampler a call, its windowed-sinc
+    kernels made each time, the input padded and convolved with stride old_sr, the phases
+    interleaved by transpose and reshape); demucs/utils.py's center_trim; demucs/augment.py's Shift
+    (by up to data_stride, gather), FlipSign, FlipChannels, Scale and Remix (groups of 4) in
+    __main__.py's order; demucs/train.py's train_model: the mixture the sum of the augmented
+    sources, the estimates, the sources center-trimmed to them, L1 (the default, not --mse),
+    backward, the gradient norm summed over the parameters as the reference computes it for its
+    progress bar, an Adam step, zero_grad; parser.py's defaults: 4 sources (drums, bass, other,
+    vocals) x 2 audio channels, depth 6, growth 2, kernel 8, stride 4, context 3, 2 LSTM layers,
+    GLU, rewrite, Adam 3e-4, data_stride one second) on drawn synthetic stereo tracks (the data
+    generator: per track a tempo of 80-160 bpm, a key, a minor or major scale and the segment's
+    place in its bar; drums: a kick with a falling pitch on beats 1 and 3 and some off-beats, a
+    noise-and-tone snare on 2 and 4, noise hats on most eighths; bass: the scale's root, fifth,
+    third or sixth on the beats and some eighths, six harmonics, decaying; other: a triad a bar
+    with four harmonics and a soft attack; vocals: a melody of half-beat to two-beat notes with
+    rests, vibrato, eight harmonics and a little breath noise; each stem scaled to a drawn RMS of
+    0.05-0.2 and panned by a drawn angle with a drawn inter-channel delay of up to 12 ms), batch 4
+    a step, stacked as the DataLoader's collate stacks the dataset's tensors. The extracts, as
+    __main__.py makes them: valid_length of 3 s at 22,050 Hz (72,362 samples) plus data_stride
+    (22,050) for Shift, 94,412 samples a source; the mixture of 72,362 samples upsampled to
+    144,724, the encoder's lengths 36,180, 9,044, 2,260, 564, 140 and 34 (the LSTM over 34
+    steps), the decoder's out to 133,804, the estimate 66,902 samples. Fixed shapes: every step
+    allocates the same sizes in the same order; 4 steps (548.93 MiB, 12,136 events). Shrunk:
+    channels 16 (so 512 at the bottleneck) for the reference's 64 (2,048 at the bottleneck, whose
+    BLSTM alone holds 176.2M of the model's 265.7M parameters, about 4 GiB with the gradients and
+    Adam's moments; 16.6M here), 3 s at 22,050 Hz for 10 s at 44,100 Hz (4 s gave 667.06 MiB in 4
+    steps), batch 4 for 64 (the smallest Remix's groups of 4 allow), and no repitch (soundstretch
+    is not run)."""
+    torch.manual_seed(0)
+    samplerate, audio_channels, source_names = 22050, 2, ["drums", "bass", "other", "vocals"]
+    batch, seconds, data_stride, remix_group_size, lr = 4, 3, 22050, 4, 3e-4
+    rng = np.random.default_rng(185 + seed)  # the tracks
+    gen = torch.Generator().manual_seed(185 + seed)  # the augmentations' draws
+
+    def sinc(x: torch.Tensor) -> torch.Tensor:  # julius/core.py
+        return torch.where(x == 0, torch.tensor(1., device=x.device, dtype=x.dtype), torch.sin(x) / x)
+
+    class ResampleFrac(nn.Module):  # julius/resample.py
+        def __init__(self, old_sr: int, new_sr: int, zeros: int = 24, rolloff: float = 0.945) -> None:
+            super().__init__()
+            gcd = math.gcd(old_sr, new_sr)
+            self.old_sr, self.new_sr = old_sr // gcd, new_sr // gcd
+            self.zeros, self.rolloff = zeros, rolloff
+            self._init_kernels()
+
+        def _init_kernels(self) -> None:
+            kernels = []
+            sr = min(self.new_sr, self.old_sr)
+            sr *= self.rolloff
+            self._width = math.ceil(self.zeros * self.old_sr / sr)
+            idx = torch.arange(-self._width, self._width + self.old_sr).float()
+            for i in range(self.new_sr):
+                t = (-i / self.new_sr + idx / self.old_sr) * sr
+                t = t.clamp_(-self.zeros, self.zeros)
+                t *= math.pi
+                window = torch.cos(t / self.zeros / 2) ** 2
+                kernels.append(sinc(t) * window)
+            scale = sr / self.old_sr
+            self.register_buffer("kernel", torch.stack(kernels).view(self.new_sr, 1, -1).mul_(scale))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            shape = x.shape
+            length = x.shape[-1]
+            x = x.reshape(-1, length)
+            x = nn.functional.pad(x[:, None], (self._width, self._width + self.old_sr))
+            ys = nn.functional.conv1d(x, self.kernel, stride=self.old_sr)
+            y = ys.transpose(1, 2).reshape(list(shape[:-1]) + [-1])
+            return y[..., :int(self.new_sr * length / self.old_sr)]
+
+    def resample_frac(x: torch.Tensor, old_sr: int, new_sr: int) -> torch.Tensor:  # a new ResampleFrac a call
+        return ResampleFrac(old_sr, new_sr).to(x)(x)
+
+    def center_trim(tensor: torch.Tensor, reference: torch.Tensor | int) -> torch.Tensor:  # demucs/utils.py
+        ref = reference.size(-1) if isinstance(reference, torch.Tensor) else reference
+        delta = tensor.size(-1) - ref
+        if delta < 0:
+            raise ValueError(f"tensor must be larger than reference. Delta is {delta}.")
+        if delta:
+            tensor = tensor[..., delta // 2:-(delta - delta // 2)]
+        return tensor
+
+    class BLSTM(nn.Module):  # demucs/model.py
+        def __init__(self, dim: int, layers: int = 1) -> None:
+            super().__init__()
+            self.lstm = nn.LSTM(bidirectional=True, num_layers=layers, hidden_size=dim, input_size=dim)
+            self.linear = nn.Linear(2 * dim, dim)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            x = x.permute(2, 0, 1)
+            x = self.lstm(x)[0]
+            x = self.linear(x)
+            return x.permute(1, 2, 0)
+
+    def rescale_conv(conv: nn.Module, reference: float) -> None:
+        weight, bias = cast(torch.Tensor, conv.weight), cast("torch.Tensor | None", conv.bias)
+        std = weight.std().detach()
+        scale = (std / reference) ** 0.5
+        weight.data /= scale
+        if bias is not None:
+            bias.data /= scale
+
+    def rescale_module(module: nn.Module, reference: float) -> None:
+        for sub in module.modules():
+            if isinstance(sub, (nn.Conv1d, nn.ConvTranspose1d)):
+                rescale_conv(sub, reference)
+
+    class Demucs(nn.Module):
+        def __init__(self, sources: list[str], audio_channels: int = 2, channels: int = 64, depth: int = 6,
+                     rewrite: bool = True, glu: bool = True, rescale: float = 0.1, resample: bool = True,
+                     kernel_size: int = 8, stride: int = 4, growth: float = 2., lstm_layers: int = 2,
+                     context: int = 3, samplerate: int = 44100, segment_length: int = 4 * 10 * 44100) -> None:
+            super().__init__()
+            self.audio_channels, self.sources, self.kernel_size, self.context = audio_channels, sources, kernel_size, context
+            self.stride, self.depth, self.resample, self.channels = stride, depth, resample, channels
+            self.samplerate, self.segment_length = samplerate, segment_length
+            self.encoder, self.decoder = nn.ModuleList(), nn.ModuleList()
+            activation: nn.Module
+            if glu:
+                activation, ch_scale = nn.GLU(dim=1), 2
+            else:
+                activation, ch_scale = nn.ReLU(), 1
+            in_channels = audio_channels
+            for index in range(depth):
+                encode: list[nn.Module] = [nn.Conv1d(in_channels, channels, kernel_size, stride), nn.ReLU()]
+                if rewrite:
+                    encode += [nn.Conv1d(channels, ch_scale * channels, 1), activation]
+                self.encoder.append(nn.Sequential(*encode))
+                decode: list[nn.Module] = []
+                out_channels = in_channels if index > 0 else len(self.sources) * audio_channels
+                if rewrite:
+                    decode += [nn.Conv1d(channels, ch_scale * channels, context), activation]
+                decode += [nn.ConvTranspose1d(channels, out_channels, kernel_size, stride)]
+                if index > 0:
+                    decode.append(nn.ReLU())
+                self.decoder.insert(0, nn.Sequential(*decode))
+                in_channels = channels
+                channels = int(growth * channels)
+            channels = in_channels
+            self.lstm = BLSTM(channels, lstm_layers) if lstm_layers else None
+            if rescale:
+                rescale_module(self, reference=rescale)
+
+        def valid_length(self, length: int) -> int:
+            if self.resample:
+                length *= 2
+            for _ in range(self.depth):
+                length = math.ceil((length - self.kernel_size) / self.stride) + 1
+                length = max(1, length)
+                length += self.context - 1
+            for _ in range(self.depth):
+                length = (length - 1) * self.stride + self.kernel_size
+            if self.resample:
+                length = math.ceil(length / 2)
+            return int(length)
+
+        def forward(self, mix: torch.Tensor) -> torch.Tensor:
+            x = mix
+            if self.resample:
+                x = resample_frac(x, 1, 2)
+            saved = []
+            for encode in self.encoder:
+                x = encode(x)
+                saved.append(x)
+            if self.lstm:
+                x = self.lstm(x)
+            for decode in self.decoder:
+                skip = center_trim(saved.pop(-1), x)
+                x = x + skip
+                x = decode(x)
+            if self.resample:
+                x = resample_frac(x, 2, 1)
+            return x.view(x.size(0), len(self.sources), self.audio_channels, x.size(-1))
+
+    class Shift(nn.Module):  # demucs/augment.py, drawing from gen
+        def __init__(self, shift: int = 8192) -> None:
+            super().__init__()
+            self.shift = shift
+
+        def forward(self, wav: torch.Tensor) -> torch.Tensor:
+            batch, sources, channels, time = wav.size()
+            length = time - self.shift
+            if self.shift > 0:
+                if not self.training:
+                    wav = wav[..., :length]
+                else:
+                    offsets = torch.randint(self.shift, [batch, sources, 1, 1], generator=gen)
+                    offsets = offsets.expand(-1, -1, channels, -1)
+                    indexes = torch.arange(length)
+                    wav = wav.gather(3, indexes + offsets)
+            return wav
+
+    class FlipChannels(nn.Module):
+        def forward(self, wav: torch.Tensor) -> torch.Tensor:
+            batch, sources, channels, time = wav.size()
+            if self.training and wav.size(2) == 2:
+                left = torch.randint(2, (batch, sources, 1, 1), generator=gen)
+                left = left.expand(-1, -1, -1, time)
+                right = 1 - left
+                wav = torch.cat([wav.gather(2, left), wav.gather(2, right)], dim=2)
+            return wav
+
+    class FlipSign(nn.Module):
+        def forward(self, wav: torch.Tensor) -> torch.Tensor:
+            batch, sources, channels, time = wav.size()
+            if self.training:
+                signs = torch.randint(2, (batch, sources, 1, 1), generator=gen, dtype=torch.float32)
+                wav = wav * (2 * signs - 1)
+            return wav
+
+    class Remix(nn.Module):
+        def __init__(self, group_size: int = 4) -> None:
+            super().__init__()
+            self.group_size = group_size
+
+        def forward(self, wav: torch.Tensor) -> torch.Tensor:
+            batch, streams, channels, time = wav.size()
+            if self.training:
+                group_size = self.group_size or batch
+                groups = batch // group_size
+                wav = wav.view(groups, group_size, streams, channels, time)
+                permutations = torch.argsort(torch.rand(groups, group_size, streams, 1, 1, generator=gen), dim=1)
+                wav = wav.gather(1, permutations.expand(-1, -1, -1, channels, time))
+                wav = wav.view(batch, streams, channels, time)
+            return wav
+
+    class Scale(nn.Module):
+        def __init__(self, proba: float = 1., min: float = 0.25, max: float = 1.25) -> None:
+            super().__init__()
+            self.proba, self.min, self.max = proba, min, max
+
+        def forward(self, wav: torch.Tensor) -> torch.Tensor:
+            batch, streams, channels, time = wav.size()
+            if self.training and rng.random() < self.proba:
+                scales = torch.empty(batch, streams, 1, 1).uniform_(self.min, self.max, generator=gen)
+                wav *= scales
+            return wav
+
+    def draw_track(length: int) -> np.ndarray:
+        """The data generator: one drawn track's four stereo stems, float32 (4, 2, length)."""
+        t = np.arange(length) / samplerate
+        beat = 60.0 / rng.uniform(80, 160)
+        key = 33 + int(rng.integers(0, 12))  # the bass register's tonic, MIDI 33-44
+        degrees = np.array([0, 2, 3, 5, 7, 8, 10]) if rng.random() < 0.5 else np.array([0, 2, 4, 5, 7, 9, 11])
+        start = -rng.uniform(0, 4 * beat)  # where the segment starts in its bar
+        eighths = start + beat / 2 * np.arange(int((t[-1] - start) / (beat / 2)) + 1)
+        hz = lambda midi: 440.0 * 2.0 ** ((midi - 69) / 12)  # noqa: E731
+
+        def add_decay(dst: np.ndarray, on: float, tau: float, wave: Callable[[np.ndarray], np.ndarray]) -> None:
+            i0, i1 = max(0, int(math.ceil(on * samplerate))), min(length, int((on + 6 * tau) * samplerate))
+            if i1 > i0:
+                d = t[i0:i1] - on
+                dst[i0:i1] += np.exp(-d / tau) * wave(d)
+
+        def tone(f0: np.ndarray, amp: np.ndarray, weights: np.ndarray) -> np.ndarray:
+            phase = 2 * np.pi * np.cumsum(f0) / samplerate
+            return amp * sum(w * np.sin((h + 1) * phase) for h, w in enumerate(weights))
+
+        drums = np.zeros(length)
+        noise = rng.standard_normal(length)
+        hat_noise = np.diff(noise, prepend=0.0)
+        for k, on in enumerate(eighths):
+            if k % 4 == 0 or (k % 2 == 1 and rng.random() < 0.15):
+                add_decay(drums, on, 0.1, lambda d: np.sin(2 * np.pi * (50 * d + 4.0 * (1 - np.exp(-d / 0.03)))))
+            if k % 4 == 2:
+                i = int(max(on, 0) * samplerate)
+                add_decay(drums, on, 0.07, lambda d, i=i: 0.5 * noise[i:i + len(d)] + 0.4 * np.sin(2 * np.pi * 190 * d))
+            if rng.random() < 0.85:
+                i = int(max(on, 0) * samplerate)
+                add_decay(drums, on, 0.015, lambda d, i=i: 0.3 * hat_noise[i:i + len(d)])
+        f0, amp = np.zeros(length), np.zeros(length)  # bass: a note an eighth or a beat
+        for k, on in enumerate(eighths):
+            if k % 2 == 0 or rng.random() < 0.3:
+                i0 = max(0, int(on * samplerate))
+                f0[i0:] = hz(key + degrees[rng.choice([0, 0, 4, 2, 5])] + 12 * int(rng.random() < 0.2))
+                amp[i0:] = np.exp(-(t[i0:] - max(on, 0.0)) / 0.35)
+        bass = tone(f0, amp, np.array([1.0, 0.5, 0.33, 0.25, 0.2, 0.16]))
+        other = np.zeros(length)  # chords, one a bar
+        for bar_on in eighths[::8]:
+            i0, i1 = max(0, int(bar_on * samplerate)), min(length, int((bar_on + 4 * beat) * samplerate))
+            if i1 <= i0:
+                continue
+            root = int(rng.integers(0, 7))
+            env = 1 - np.exp(-(t[i0:i1] - bar_on) / 0.05)
+            for j in (0, 2, 4):
+                midi = key + 24 + degrees[(root + j) % 7] + 12 * ((root + j) // 7)
+                other[i0:i1] += tone(np.full(i1 - i0, hz(midi)), env, np.array([1.0, 0.25, 0.11, 0.06]))
+        f0, amp = np.zeros(length), np.zeros(length)  # vocals: a sung melody with rests
+        on = start
+        while on < t[-1]:
+            dur = beat * rng.choice([0.5, 1.0, 1.5, 2.0])
+            i0, i1 = max(0, int(on * samplerate)), min(length, int((on + dur) * samplerate))
+            if i1 > i0 and rng.random() > 0.25:
+                f0[i0:i1] = hz(key + 24 + degrees[rng.integers(0, 7)] + 12 * int(rng.random() < 0.4))
+                d = t[i0:i1] - on
+                amp[i0:i1] = np.minimum(1.0, d / 0.04) * np.minimum(1.0, (dur - d) / 0.04).clip(0)
+            on += dur
+        f0 *= 2.0 ** (0.3 / 12 * np.sin(2 * np.pi * rng.uniform(5, 6.5) * t))
+        vocals = tone(f0, amp, np.array([1.0, 0.7, 0.9, 0.4, 0.3, 0.35, 0.15, 0.1])) + 0.02 * amp * noise[::-1]
+        stems = []
+        for stem in (drums, bass, other, vocals):
+            stem = stem / (np.sqrt(np.mean(stem ** 2)) + 1e-8) * rng.uniform(0.05, 0.2)
+            theta = math.pi / 4 + rng.uniform(-0.5, 0.5)
+            delay = int(rng.integers(0, int(0.012 * samplerate)))
+            stems.append(np.stack([math.cos(theta) * stem, math.sin(theta) * np.roll(stem, delay)]))
+        return np.stack(stems).astype(np.float32)
+
+    model = Demucs(source_names, audio_channels=audio_channels, channels=16, depth=6, samplerate=samplerate,
+                   segment_length=4 * seconds * samplerate)
+    samples = model.valid_length(seconds * samplerate) + data_stride  # __main__.py's training extracts
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    augment = nn.Sequential(Shift(data_stride), FlipSign(), FlipChannels(), Scale(), Remix(group_size=remix_group_size))
+    criterion = nn.L1Loss()
+    model.train()
+    augment.train()
+    total = 0.0
+    for _ in range(steps):
+        sources = torch.stack([torch.from_numpy(draw_track(samples)) for _ in range(batch)])  # the DataLoader's collate
+        sources = augment(sources)
+        mix = sources.sum(dim=1)
+        estimates = model(mix)
+        sources = center_trim(sources, estimates)
+        loss = criterion(estimates, sources)
+        loss.backward()
+        grad_norm: torch.Tensor | float = 0
+        for p in model.parameters():
+            if p.grad is not None:
+                grad_norm += p.grad.data.norm() ** 2
+        grad_norm = grad_norm ** 0.5
+        optimizer.step()
+        optimizer.zero_grad()
+        total += loss.item()
+        del sources, mix, estimates, loss
+    return total
+
+
+@_workload(default_steps=6)
+def alphazero_selfplay_train(*, steps: int, seed: int) -> float:
+    """AlphaZero-style self-play and training on Connect Four (Silver et al. 2017, as suragnair's
+    alpha-zero-general: MCTS.py (the search tree's Qsa, Nsa, Ns, Ps, Es and Vs keyed by the board's
+    bytes; search descending by the upper confidence bound with cpuct 1 and evaluating the network
+    once at each new leaf, its policy masked to the valid moves and renormalised, the value backed
+    up negated; getActionProb's visit counts at temperature 1, or the most visited at 0),
+    Coach.py's executeEpisode (temperature 1 for the first 14 moves, then 0 (tempThreshold 15);
+    both symmetries of every position stored as examples; the move sampled from pi; the examples'
+    values set from the result when the game ends) and learn's new search tree per episode and its
+    history of examples, connect4/Connect4Game.py and Connect4Logic.py (6 x 7, four in a row, the
+    canonical board as board x player, the left-right mirror as the symmetry, a draw worth 1e-4;
+    written here in numpy with the same win checks), connect4/keras/Connect4NNet.py's residual
+    network (BatchNorm of the input, a 3x3 conv with ReLU then BatchNorm, residual blocks of
+    conv, ReLU, BatchNorm, conv, BatchNorm, the skip added and ReLU; the policy head a 2x2 conv to
+    one plane (padding 'same'), BatchNorm, ReLU and a Dense to the 7 columns; the value head a 1x1
+    conv, BatchNorm, ReLU, Dense 256, ReLU, Dense 256 and a Dense to one tanh output) in PyTorch
+    as othello/pytorch/OthelloNNet.py writes its net (the policy as log_softmax), and
+    othello/pytorch/NNet.py's NNetWrapper (predict: the board made a FloatTensor from float64,
+    eval, no_grad, the policy's exp and the value to numpy; train: example indices sampled with
+    replacement, the boards, policies and values made tensors, loss_pi = -sum(targets x log pi) / n
+    plus loss_v = sum((targets - v)^2) / n, Adam 1e-3); main.py's numMCTSSims 25, cpuct 1,
+    tempThreshold 15, maxlenOfQueue 200,000; connect4/keras/NNet.py's num_channels 128, lr 0.001,
+    batch 64). Each step plays a drawn number of self-play moves (2-5) of the game in progress, 25
+    simulations a move, each evaluating the network at batch 1 under no_grad when it reaches a new
+    position (none at a terminal one), starting a new game and a new tree when one ends; then it
+    trains one minibatch drawn from the examples of the games finished so far, min(64, their
+    number) of them, or none while no game has ended. Data-dependent: the number of network
+    evaluations follows the play (44-125 a step), and the games' drawn lengths set when examples
+    arrive and how many (first run: games of 11 and 9 moves, network evaluations 50, 100, 78, 79,
+    75 and 69, minibatches of none, none, none, 22, 22 and 40 examples; second run: games of 14,
+    13 and 9 moves, minibatches of none three times, then 28, 54 and 64 examples three times
+    each); 6 steps (36.38 MiB, 79,970 events). Shrunk: 4 residual blocks for the Connect4 args'
+    20 (a leaf evaluation's allocations grow with the depth: about 150 events each with 4), one
+    minibatch a step for NNet.train's 10 epochs over all the examples after 100 episodes, and no
+    Arena pitting of the new network against the previous one."""
+    torch.manual_seed(0)
+    height, width, win_length = 6, 7, 4
+    num_channels, num_residual_layers, lr, batch_size = 128, 4, 0.001, 64
+    numMCTSSims, cpuct, tempThreshold, EPS = 25, 1, 15, 1e-8
+    min_moves, max_moves = 2, 5  # self-play moves a step
+    rng = np.random.default_rng(186 + seed)  # the moves a step, the sampled moves and the minibatches
+
+    class Connect4Game:  # connect4/Connect4Game.py and Connect4Logic.py's Board
+        def getInitBoard(self) -> np.ndarray:
+            return np.zeros([height, width], dtype=np.int64)
+
+        def getBoardSize(self) -> tuple[int, int]:
+            return height, width
+
+        def getActionSize(self) -> int:
+            return width
+
+        def getNextState(self, board: np.ndarray, player: int, action: int) -> tuple[np.ndarray, int]:
+            b = np.copy(board)
+            available_idx, = np.where(b[:, action] == 0)
+            if len(available_idx) == 0:
+                raise ValueError(f"Can't play column {action} on board {b}")
+            b[available_idx[-1]][action] = player
+            return b, -player
+
+        def getValidMoves(self, board: np.ndarray, player: int) -> np.ndarray:
+            return board[0] == 0
+
+        def _is_straight_winner(self, player_pieces: np.ndarray) -> bool:
+            run_lengths = [player_pieces[:, i:i + win_length].sum(axis=1)
+                           for i in range(len(player_pieces) - win_length + 2)]
+            return max([x.max() for x in run_lengths]) >= win_length
+
+        def _is_diagonal_winner(self, player_pieces: np.ndarray) -> bool:
+            for i in range(len(player_pieces) - win_length + 1):
+                for j in range(len(player_pieces[0]) - win_length + 1):
+                    if all(player_pieces[i + x][j + x] for x in range(win_length)):
+                        return True
+                for j in range(win_length - 1, len(player_pieces[0])):
+                    if all(player_pieces[i + x][j - x] for x in range(win_length)):
+                        return True
+            return False
+
+        def getGameEnded(self, board: np.ndarray, player: int) -> float:
+            for p in [-1, 1]:  # Board.get_win_state
+                player_pieces = board == -p
+                if (self._is_straight_winner(player_pieces) or self._is_straight_winner(player_pieces.transpose())
+                        or self._is_diagonal_winner(player_pieces)):
+                    return +1 if -p == player else -1
+            if not self.getValidMoves(board, player).any():
+                return 1e-4  # draw has very little value
+            return 0
+
+        def getCanonicalForm(self, board: np.ndarray, player: int) -> np.ndarray:
+            return board * player
+
+        def getSymmetries(self, board: np.ndarray, pi: list[float]) -> list[tuple[np.ndarray, list[float]]]:
+            return [(board, pi), (board[:, ::-1], pi[::-1])]
+
+        def stringRepresentation(self, board: np.ndarray) -> bytes:
+            return board.tobytes()
+
+    class ResidualBlock(nn.Module):  # connect4/keras/Connect4NNet.py's residual_block
+        def __init__(self, filters: int) -> None:
+            super().__init__()
+            self.conv1 = nn.Conv2d(filters, filters, 3, padding="same")
+            self.bn1 = nn.BatchNorm2d(filters)
+            self.conv2 = nn.Conv2d(filters, filters, 3, padding="same")
+            self.bn2 = nn.BatchNorm2d(filters)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = self.bn1(nn.functional.relu(self.conv1(x)))  # relu_bn
+            y = self.bn2(self.conv2(y))
+            return nn.functional.relu(x + y)
+
+    class Connect4NNet(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.board_x, self.board_y = height, width
+            self.bn0 = nn.BatchNorm2d(1)
+            self.conv1 = nn.Conv2d(1, num_channels, 3, padding="same")
+            self.bn1 = nn.BatchNorm2d(num_channels)
+            self.res = nn.Sequential(*[ResidualBlock(num_channels) for _ in range(num_residual_layers)])
+            self.pi_conv = nn.Conv2d(num_channels, 1, 2, padding="same")  # policy_head
+            self.pi_bn = nn.BatchNorm2d(1)
+            self.pi = nn.Linear(height * width, width)
+            self.v_conv = nn.Conv2d(num_channels, 1, 1)  # value_head
+            self.v_bn = nn.BatchNorm2d(1)
+            self.v_dense1 = nn.Linear(height * width, 256)
+            self.v_dense2 = nn.Linear(256, 256)
+            self.v = nn.Linear(256, 1)
+
+        def forward(self, s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            s = s.view(-1, 1, self.board_x, self.board_y)
+            t = self.bn1(nn.functional.relu(self.conv1(self.bn0(s))))
+            t = self.res(t)
+            p = nn.functional.relu(self.pi_bn(self.pi_conv(t))).flatten(1)
+            v = nn.functional.relu(self.v_bn(self.v_conv(t))).flatten(1)
+            v = self.v_dense2(nn.functional.relu(self.v_dense1(v)))
+            return nn.functional.log_softmax(self.pi(p), dim=1), torch.tanh(self.v(v))
+
+    class NNetWrapper:  # othello/pytorch/NNet.py's wrapper, for the Connect4 net
+        def __init__(self) -> None:
+            self.nnet = Connect4NNet()
+            self.board_x, self.board_y = height, width
+            self.optimizer = torch.optim.Adam(self.nnet.parameters(), lr=lr)  # made once, not per train() call
+
+        def train_batch(self, examples: list[tuple[np.ndarray, list[float], float]]) -> float:
+            """One minibatch of train(): its sampling, forward, losses, backward and Adam step."""
+            self.nnet.train()
+            sample_ids = rng.integers(len(examples), size=min(batch_size, len(examples)))
+            boards, pis, vs = list(zip(*[examples[i] for i in sample_ids]))
+            boards_t = torch.FloatTensor(np.array(boards).astype(np.float64))
+            target_pis = torch.FloatTensor(np.array(pis))
+            target_vs = torch.FloatTensor(np.array(vs).astype(np.float64))
+            out_pi, out_v = self.nnet(boards_t)
+            l_pi = self.loss_pi(target_pis, out_pi)
+            l_v = self.loss_v(target_vs, out_v)
+            total_loss = l_pi + l_v
+            self.optimizer.zero_grad()
+            total_loss.backward()
+            self.optimizer.step()
+            return total_loss.item()
+
+        def predict(self, board: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            board_t = torch.FloatTensor(board.astype(np.float64))
+            board_t = board_t.view(1, self.board_x, self.board_y)
+            self.nnet.eval()
+            with torch.no_grad():
+                pi, v = self.nnet(board_t)
+            return torch.exp(pi).data.cpu().numpy()[0], v.data.cpu().numpy()[0]
+
+        def loss_pi(self, targets: torch.Tensor, outputs: torch.Tensor) -> torch.Tensor:
+            return -torch.sum(targets * outputs) / targets.size()[0]
+
+        def loss_v(self, targets: torch.Tensor, outputs: torch.Tensor) -> torch.Tensor:
+            return torch.sum((targets - outputs.view(-1)) ** 2) / targets.size()[0]
+
+    class MCTS:  # MCTS.py
+        def __init__(self, game: Connect4Game, nnet: NNetWrapper) -> None:
+            self.game, self.nnet = game, nnet
+            self.Qsa: dict[tuple[bytes, int], float] = {}
+            self.Nsa: dict[tuple[bytes, int], int] = {}
+            self.Ns: dict[bytes, int] = {}
+            self.Ps: dict[bytes, np.ndarray] = {}
+            self.Es: dict[bytes, float] = {}
+            self.Vs: dict[bytes, np.ndarray] = {}
+
+        def getActionProb(self, canonicalBoard: np.ndarray, temp: int = 1) -> list[float]:
+            for _ in range(numMCTSSims):
+                self.search(canonicalBoard)
+            s = self.game.stringRepresentation(canonicalBoard)
+            counts = [self.Nsa[(s, a)] if (s, a) in self.Nsa else 0 for a in range(self.game.getActionSize())]
+            if temp == 0:
+                bestAs = np.array(np.argwhere(counts == np.max(counts))).flatten()
+                bestA = rng.choice(bestAs)
+                probs = [0.0] * len(counts)
+                probs[bestA] = 1
+                return probs
+            counts = [x ** (1. / temp) for x in counts]
+            counts_sum = float(sum(counts))
+            return [x / counts_sum for x in counts]
+
+        def search(self, canonicalBoard: np.ndarray) -> float:
+            s = self.game.stringRepresentation(canonicalBoard)
+            if s not in self.Es:
+                self.Es[s] = self.game.getGameEnded(canonicalBoard, 1)
+            if self.Es[s] != 0:
+                return -self.Es[s]  # terminal node
+            if s not in self.Ps:  # leaf node: one network evaluation
+                self.Ps[s], v = self.nnet.predict(canonicalBoard)
+                valids = self.game.getValidMoves(canonicalBoard, 1)
+                self.Ps[s] = self.Ps[s] * valids  # masking invalid moves
+                sum_Ps_s = np.sum(self.Ps[s])
+                if sum_Ps_s > 0:
+                    self.Ps[s] /= sum_Ps_s  # renormalize
+                else:
+                    self.Ps[s] = self.Ps[s] + valids
+                    self.Ps[s] /= np.sum(self.Ps[s])
+                self.Vs[s] = valids
+                self.Ns[s] = 0
+                return -float(v[0])
+            valids = self.Vs[s]
+            cur_best = -float("inf")
+            best_act = -1
+            for a in range(self.game.getActionSize()):  # the highest upper confidence bound
+                if valids[a]:
+                    if (s, a) in self.Qsa:
+                        u = self.Qsa[(s, a)] + cpuct * self.Ps[s][a] * math.sqrt(self.Ns[s]) / (1 + self.Nsa[(s, a)])
+                    else:
+                        u = cpuct * self.Ps[s][a] * math.sqrt(self.Ns[s] + EPS)
+                    if u > cur_best:
+                        cur_best = u
+                        best_act = a
+            a = best_act
+            next_s, next_player = self.game.getNextState(canonicalBoard, 1, a)
+            next_s = self.game.getCanonicalForm(next_s, next_player)
+            v = self.search(next_s)
+            if (s, a) in self.Qsa:
+                self.Qsa[(s, a)] = (self.Nsa[(s, a)] * self.Qsa[(s, a)] + v) / (self.Nsa[(s, a)] + 1)
+                self.Nsa[(s, a)] += 1
+            else:
+                self.Qsa[(s, a)] = v
+                self.Nsa[(s, a)] = 1
+            self.Ns[s] += 1
+            return -v
+
+    game = Connect4Game()
+    nnet = NNetWrapper()
+    trainExamplesHistory: collections.deque = collections.deque([], maxlen=200000)  # maxlenOfQueue
+    # Coach.executeEpisode's state, kept across steps: the game in play and its unresolved examples
+    mcts = MCTS(game, nnet)
+    board, curPlayer, episodeStep = game.getInitBoard(), 1, 0
+    trainExamples: list[list] = []
+    total = 0.0
+    for _ in range(steps):
+        for _ in range(int(rng.integers(min_moves, max_moves + 1))):  # the step's drawn number of self-play moves
+            episodeStep += 1
+            canonicalBoard = game.getCanonicalForm(board, curPlayer)
+            temp = int(episodeStep < tempThreshold)
+            pi = mcts.getActionProb(canonicalBoard, temp=temp)
+            sym = game.getSymmetries(canonicalBoard, pi)
+            for b, p in sym:
+                trainExamples.append([b, curPlayer, p, None])
+            action = rng.choice(len(pi), p=pi)
+            board, curPlayer = game.getNextState(board, curPlayer, action)
+            r = game.getGameEnded(board, curPlayer)
+            if r != 0:  # the episode's examples resolved, a new episode with a new search tree
+                trainExamplesHistory.extend((x[0], x[2], r * ((-1) ** (x[1] != curPlayer))) for x in trainExamples)
+                mcts = MCTS(game, nnet)
+                board, curPlayer, episodeStep = game.getInitBoard(), 1, 0
+                trainExamples = []
+        if trainExamplesHistory:
+            total += nnet.train_batch(list(trainExamplesHistory))
+    return total
+
+
+@_workload(default_steps=6)
+def colbert_retrieval_train(*, steps: int, seed: int) -> float:
+    """ColBERT late-interaction retrieval (Khattab and Zaharia 2020, as stanford-futuredata's ColBERT
+    at v0.2 (f415bfe): colbert/modeling/colbert.py's ColBERT (query: the encoder, a Linear to dim
+    128 without bias, L2-normalised token embeddings; doc: the same, with the punctuation and
+    padding tokens' embeddings zeroed by a mask built from input_ids.tolist() against the
+    --mask-punctuation skiplist before normalising; score: the cosine MaxSim, Q @ D^T maxed over
+    the document's tokens and summed over the query's), colbert/modeling/tokenization/
+    query_tokenization.py's QueryTokenizer.tensorize ('. ' prepended as the place of the [Q]
+    marker, padded to query_maxlen 32, every [PAD] then made [MASK] (103), the query augmentation,
+    with its attention mask left 0 as v0.2 leaves it), doc_tokenization.py's DocTokenizer.tensorize
+    (the [D] marker, padded to the batch's longest, truncated to doc_maxlen 180),
+    tokenization/utils.py's tensorize_triples (sorted by each query's longer document, split into
+    bsize / accumsteps sub-batches, the queries repeated and the positives and negatives
+    concatenated), colbert/training/training.py's train (the scores viewed 2 x n and permuted,
+    CrossEntropyLoss against label 0, the loss divided by accumsteps and backpropagated per
+    sub-batch; clip_grad_norm_ 2.0 and a step of transformers' AdamW (lr 3e-6, eps 1e-8, no weight
+    decay) once per batch, as utils/amp.py's MixedPrecisionManager does without --amp); the
+    README's training command's --doc_maxlen 180, --mask-punctuation and --bsize 32) with a
+    BERT-like encoder written out as transformers' modeling_bert.py (v3) has it (word (30,522),
+    512 position and 2 token-type embeddings summed, LayerNorm and dropout; the extended attention
+    mask (1 - mask) x -10,000; eager self-attention with dropout on the probabilities; GELU
+    feed-forward; post-LayerNorm residuals; the pooler run and not used), of the BERT-Mini size
+    (google-research/bert's L-4_H-256_A-4: 4 layers, hidden 256, 4 heads, intermediate 1,024,
+    dropout 0.1), initialised as BertPreTrainedModel._init_weights does (normal, std 0.02; there
+    are no trained bert-base-uncased weights to load), on drawn triples (the data generator: query
+    lengths log-normal around 7 word pieces, passages log-normal around 64 (MS MARCO-like), the
+    pieces drawn from a Zipf law over bert-base-uncased's ids from 1,996 up (28,526 of them), a
+    punctuation id (the 32 ASCII punctuation characters' ids, '.' and ',' the most often) in place
+    of 2% of the queries' pieces and 8% of the passages'), 32 triples a step in 4 sub-batches of 8
+    (queries 16 x 32, documents 16 x the batch's longest). Data-dependent: the documents' padded
+    length follows the longest of the batch's 64 drawn passages (first run 132, 143, 150, 141,
+    128 and 166; second run 129-175), 6 steps (495.79 MiB, 49,324 events). --accum 4 for the
+    README's --accum 1 (one pass over all 64 documents gave 1.03 GiB in one step) and the parser's
+    default --accum 2 (751.38 MiB in 3 steps); the batch of 32 triples per optimizer step is
+    kept."""
+    torch.manual_seed(0)
+    vocab_size, hidden_size, num_hidden_layers, num_attention_heads, intermediate_size = 30522, 256, 4, 4, 1024
+    max_position_embeddings, type_vocab_size, hidden_dropout_prob, initializer_range = 512, 2, 0.1, 0.02
+    query_maxlen, doc_maxlen, dim, bsize, accumsteps, lr = 32, 180, 128, 32, 4, 3e-6
+    pad_id, cls_id, sep_id, mask_id, q_marker_id, d_marker_id, period_id = 0, 101, 102, 103, 1, 2, 1012
+    # bert-base-uncased's ids of the 32 ASCII punctuation characters (the skiplist of --mask-punctuation)
+    punctuation_ids = [*range(999, 1014), *range(1024, 1037), *range(1063, 1067)]
+    skiplist = {w: True for w in punctuation_ids}
+    rng = np.random.default_rng(187 + seed)  # the queries and passages
+
+    class BertEmbeddings(nn.Module):  # transformers' modeling_bert.py (v3), eager attention
+        def __init__(self) -> None:
+            super().__init__()
+            self.word_embeddings = nn.Embedding(vocab_size, hidden_size, padding_idx=pad_id)
+            self.position_embeddings = nn.Embedding(max_position_embeddings, hidden_size)
+            self.token_type_embeddings = nn.Embedding(type_vocab_size, hidden_size)
+            self.LayerNorm = nn.LayerNorm(hidden_size, eps=1e-12)
+            self.dropout = nn.Dropout(hidden_dropout_prob)
+            self.register_buffer("position_ids", torch.arange(max_position_embeddings).expand((1, -1)))
+
+        def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+            seq_length = input_ids.size(1)
+            position_ids = self.position_ids[:, :seq_length]
+            token_type_ids = torch.zeros(input_ids.size(), dtype=torch.long)
+            embeddings = self.word_embeddings(input_ids) + self.position_embeddings(position_ids) \
+                + self.token_type_embeddings(token_type_ids)
+            return self.dropout(self.LayerNorm(embeddings))
+
+    class BertSelfAttention(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.num_attention_heads = num_attention_heads
+            self.attention_head_size = hidden_size // num_attention_heads
+            self.all_head_size = self.num_attention_heads * self.attention_head_size
+            self.query = nn.Linear(hidden_size, self.all_head_size)
+            self.key = nn.Linear(hidden_size, self.all_head_size)
+            self.value = nn.Linear(hidden_size, self.all_head_size)
+            self.dropout = nn.Dropout(hidden_dropout_prob)  # attention_probs_dropout_prob
+
+        def transpose_for_scores(self, x: torch.Tensor) -> torch.Tensor:
+            new_x_shape = x.size()[:-1] + (self.num_attention_heads, self.attention_head_size)
+            return x.view(*new_x_shape).permute(0, 2, 1, 3)
+
+        def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+            query_layer = self.transpose_for_scores(self.query(hidden_states))
+            key_layer = self.transpose_for_scores(self.key(hidden_states))
+            value_layer = self.transpose_for_scores(self.value(hidden_states))
+            attention_scores = torch.matmul(query_layer, key_layer.transpose(-1, -2))
+            attention_scores = attention_scores / math.sqrt(self.attention_head_size)
+            attention_scores = attention_scores + attention_mask
+            attention_probs = nn.functional.softmax(attention_scores, dim=-1)
+            attention_probs = self.dropout(attention_probs)
+            context_layer = torch.matmul(attention_probs, value_layer)
+            context_layer = context_layer.permute(0, 2, 1, 3).contiguous()
+            new_context_layer_shape = context_layer.size()[:-2] + (self.all_head_size,)
+            return context_layer.view(*new_context_layer_shape)
+
+    class BertLayer(nn.Module):  # BertAttention (BertSelfAttention, BertSelfOutput), BertIntermediate, BertOutput
+        def __init__(self) -> None:
+            super().__init__()
+            self.self_attn = BertSelfAttention()
+            self.attn_dense = nn.Linear(hidden_size, hidden_size)
+            self.attn_LayerNorm = nn.LayerNorm(hidden_size, eps=1e-12)
+            self.intermediate = nn.Linear(hidden_size, intermediate_size)
+            self.output = nn.Linear(intermediate_size, hidden_size)
+            self.out_LayerNorm = nn.LayerNorm(hidden_size, eps=1e-12)
+            self.dropout = nn.Dropout(hidden_dropout_prob)
+
+        def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+            self_outputs = self.self_attn(hidden_states, attention_mask)
+            attention_output = self.attn_LayerNorm(self.dropout(self.attn_dense(self_outputs)) + hidden_states)
+            intermediate_output = nn.functional.gelu(self.intermediate(attention_output))
+            return self.out_LayerNorm(self.dropout(self.output(intermediate_output)) + attention_output)
+
+    class BertModel(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embeddings = BertEmbeddings()
+            self.layer = nn.ModuleList(BertLayer() for _ in range(num_hidden_layers))
+            self.pooler = nn.Linear(hidden_size, hidden_size)  # BertPooler: computed, not used by ColBERT
+
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            extended_attention_mask = attention_mask[:, None, None, :].to(dtype=torch.float32)
+            extended_attention_mask = (1.0 - extended_attention_mask) * -10000.0
+            hidden_states = self.embeddings(input_ids)
+            for layer_module in self.layer:
+                hidden_states = layer_module(hidden_states, extended_attention_mask)
+            pooled_output = torch.tanh(self.pooler(hidden_states[:, 0]))
+            return hidden_states, pooled_output
+
+    class ColBERT(nn.Module):  # colbert/modeling/colbert.py (v0.2)
+        def __init__(self, query_maxlen: int, doc_maxlen: int, mask_punctuation: bool, dim: int = 128,
+                     similarity_metric: str = "cosine") -> None:
+            super().__init__()
+            self.query_maxlen, self.doc_maxlen, self.similarity_metric, self.dim = query_maxlen, doc_maxlen, similarity_metric, dim
+            self.mask_punctuation = mask_punctuation
+            self.skiplist = skiplist if mask_punctuation else {}
+            self.bert = BertModel()
+            self.linear = nn.Linear(hidden_size, dim, bias=False)
+            self.apply(self._init_weights)  # init_weights (from_pretrained('bert-base-uncased') loads trained ones)
+
+        @staticmethod
+        def _init_weights(module: nn.Module) -> None:  # BertPreTrainedModel._init_weights
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                module.weight.data.normal_(mean=0.0, std=initializer_range)
+            elif isinstance(module, nn.LayerNorm):
+                module.bias.data.zero_()
+                module.weight.data.fill_(1.0)
+            if isinstance(module, nn.Linear) and module.bias is not None:
+                module.bias.data.zero_()
+
+        def forward(self, Q: tuple[torch.Tensor, torch.Tensor], D: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+            return self.score(self.query(*Q), self.doc(*D))
+
+        def query(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+            Q = self.bert(input_ids, attention_mask=attention_mask)[0]
+            Q = self.linear(Q)
+            return nn.functional.normalize(Q, p=2, dim=2)
+
+        def doc(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+            D = self.bert(input_ids, attention_mask=attention_mask)[0]
+            D = self.linear(D)
+            mask = torch.tensor(self.mask(input_ids)).unsqueeze(2).float()
+            D = D * mask
+            return nn.functional.normalize(D, p=2, dim=2)
+
+        def score(self, Q: torch.Tensor, D: torch.Tensor) -> torch.Tensor:
+            return (Q @ D.permute(0, 2, 1)).max(2).values.sum(1)  # cosine: MaxSim summed over the query tokens
+
+        def mask(self, input_ids: torch.Tensor) -> list[list[bool]]:
+            return [[(x not in self.skiplist) and (x != 0) for x in d] for d in input_ids.cpu().tolist()]
+
+    # the data generator: word pieces of a Zipf law over bert-base-uncased's 28,526 ids of whole words and
+    # pieces (1,996-30,521), a punctuation id after a word with probability 0.08 ('.' and ',' most often)
+    piece_p = 1.0 / (np.arange(vocab_size - 1996) + 20.0)
+    piece_p /= piece_p.sum()
+    punct_p = np.full(len(punctuation_ids), 0.2 / (len(punctuation_ids) - 2))
+    punct_p[punctuation_ids.index(1012)], punct_p[punctuation_ids.index(1010)] = 0.45, 0.35
+
+    def draw_text(n: int, punct_rate: float) -> list[int]:
+        ids = (1996 + rng.choice(len(piece_p), n, p=piece_p)).tolist()
+        return [rng.choice(punctuation_ids, p=punct_p) if rng.random() < punct_rate else x for x in ids]
+
+    def tokenize(batch_text: list[list[int]], max_length: int, padding: str) -> tuple[torch.Tensor, torch.Tensor]:
+        """BertTokenizerFast's call on '. ' + text: [CLS] . pieces [SEP], truncated to max_length, padded
+        with [PAD] to max_length or to the longest, as tensors (from the lists, as return_tensors='pt')."""
+        rows = [[cls_id, period_id] + x[:max_length - 3] + [sep_id] for x in batch_text]
+        length = max_length if padding == "max_length" else max(len(r) for r in rows)
+        ids = [r + [pad_id] * (length - len(r)) for r in rows]
+        mask = [[1] * len(r) + [0] * (length - len(r)) for r in rows]
+        return torch.tensor(ids), torch.tensor(mask)
+
+    def query_tensorize(batch_text: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:  # QueryTokenizer
+        ids, mask = tokenize(batch_text, query_maxlen, "max_length")
+        ids[:, 1] = q_marker_id  # the [Q] marker
+        ids[ids == 0] = mask_id  # the [MASK] augmentation (attention_mask stays 0 there)
+        return ids, mask
+
+    def doc_tensorize(batch_text: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:  # DocTokenizer
+        ids, mask = tokenize(batch_text, doc_maxlen, "longest")
+        ids[:, 1] = d_marker_id  # the [D] marker
+        return ids, mask
+
+    def _split_into_batches(ids: torch.Tensor, mask: torch.Tensor, bsize: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        return [(ids[offset:offset + bsize], mask[offset:offset + bsize]) for offset in range(0, ids.size(0), bsize)]
+
+    def tensorize_triples(queries: list, positives: list, negatives: list, bsize: int) -> list:  # tokenization/utils.py
+        N = len(queries)
+        Q_ids, Q_mask = query_tensorize(queries)
+        D_ids, D_mask = doc_tensorize(positives + negatives)
+        D_ids, D_mask = D_ids.view(2, N, -1), D_mask.view(2, N, -1)
+        maxlens = D_mask.sum(-1).max(0).values  # the longer of each query's positive and negative
+        indices = maxlens.sort().indices
+        Q_ids, Q_mask = Q_ids[indices], Q_mask[indices]
+        D_ids, D_mask = D_ids[:, indices], D_mask[:, indices]
+        (positive_ids, negative_ids), (positive_mask, negative_mask) = D_ids, D_mask
+        query_batches = _split_into_batches(Q_ids, Q_mask, bsize)
+        positive_batches = _split_into_batches(positive_ids, positive_mask, bsize)
+        negative_batches = _split_into_batches(negative_ids, negative_mask, bsize)
+        batches = []
+        for (q_ids, q_mask), (p_ids, p_mask), (n_ids, n_mask) in zip(query_batches, positive_batches, negative_batches):
+            Q = (torch.cat((q_ids, q_ids)), torch.cat((q_mask, q_mask)))
+            D = (torch.cat((p_ids, n_ids)), torch.cat((p_mask, n_mask)))
+            batches.append((Q, D))
+        return batches
+
+    def draw_triples() -> tuple[list, list, list]:  # LazyBatcher.__next__: bsize (query, positive, negative) triples
+        queries, positives, negatives = [], [], []
+        for _ in range(bsize):
+            queries.append(draw_text(int(np.clip(round(rng.lognormal(math.log(7), 0.45)), 2, 40)), 0.02))
+            for docs in (positives, negatives):
+                docs.append(draw_text(int(np.clip(round(rng.lognormal(math.log(64), 0.35)), 8, 300)), 0.08))
+        return queries, positives, negatives
+
+    colbert = ColBERT(query_maxlen=query_maxlen, doc_maxlen=doc_maxlen, dim=dim, similarity_metric="cosine",
+                      mask_punctuation=True)
+    colbert.train()
+    optimizer = torch.optim.AdamW(filter(lambda p: p.requires_grad, colbert.parameters()), lr=lr, eps=1e-8,
+                                  weight_decay=0.0)  # transformers' AdamW
+    optimizer.zero_grad()
+    criterion = nn.CrossEntropyLoss()
+    labels = torch.zeros(bsize, dtype=torch.long)
+    total = 0.0
+    for _ in range(steps):
+        this_batch_loss = 0.0
+        for queries, passages in tensorize_triples(*draw_triples(), bsize // accumsteps):  # reader.collate
+            scores = colbert(queries, passages).view(2, -1).permute(1, 0)
+            loss = criterion(scores, labels[:scores.size(0)])
+            loss = loss / accumsteps
+            loss.backward()  # amp.backward without --amp
+            this_batch_loss += loss.item()
+        torch.nn.utils.clip_grad_norm_(colbert.parameters(), 2.0)  # amp.step
+        optimizer.step()
+        optimizer.zero_grad()
+        total += this_batch_loss
+    return total
+
+
 WORKLOADS: dict[str, Workload] = {
     "mlp-train": mlp_train,
     "cnn-train": cnn_train,
@@ -19301,6 +20175,20 @@ HELDOUT: dict[str, Workload] = {
     "sac-continuous-train": sac_continuous_train,
     "deeplabv3plus-seg-train": deeplabv3plus_seg_train,
     "pinsage-walk-train": pinsage_walk_train,
+    # the thirty-first set (part b), captured after the thirtieth was measured and committed (in
+    # thirtyfirst/) before it is measured, to check a later change: a waveform U-Net for music
+    # source separation whose 6 strided conv layers and transposed-conv decoder run at twice the
+    # sample rate between sinc resamplers made anew each call, with a bidirectional LSTM at the
+    # bottleneck and the skips center-trimmed, under augmentations that gather shifted, flipped and
+    # remixed stems; AlphaZero self-play whose tree search evaluates a residual network at batch 1
+    # under no_grad once per new leaf, so the number of evaluations follows the drawn play, with a
+    # minibatch of the finished games' examples (as many as exist, up to 64) trained each step;
+    # late-interaction retrieval encoding queries padded with [MASK] to 32 and documents padded to
+    # each batch's longest drawn passage, in 4 accumulated sub-batches with MaxSim over L2-normalised
+    # token embeddings and punctuation masked
+    "demucs-separate-train": demucs_separate_train,
+    "alphazero-selfplay-train": alphazero_selfplay_train,
+    "colbert-retrieval-train": colbert_retrieval_train,
 }
 
 
