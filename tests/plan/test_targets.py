@@ -172,11 +172,8 @@ def _comparable(per: dict[str, dict]) -> list[str]:
     **{n: f"twenty-first set: {r}" for n, r in (
         ("rwkv-lm-train.jsonl.gz", "memtune 1.0078 x the bound, cupy and megengine 1.0060 (0.66 MiB less)"),
         ("evoformer-pair-train.jsonl.gz", "memtune 1.0156 x the bound, cupy and megengine 1.0052 (3.5 MiB less)"))},
-    **{n: f"twenty-ninth set: {r}" for n, r in (
-        ("dcrnn-traffic-train.jsonl.gz", "memtune 1.0421 x the bound, cupy and megengine 1.0414 (0.49 MiB less; "
-                                         "on its later run memtune 1.0421, cupy 1.0505)"),
-        ("pointer-gen-train.jsonl.gz", "memtune 1.0108 x the bound, cupy and megengine 1.0083 (1.85 MiB less; on "
-                                       "its later run memtune 1.0081, cupy 1.1242)"))},
+    "pointer-gen-train.jsonl.gz": "twenty-ninth set: memtune 1.0108 x the bound, cupy and megengine 1.0083 (1.85 MiB "
+                                  "less; on its later run memtune 1.0081, cupy 1.1242)",
     "dnc-copy-train.jsonl.gz": "thirtieth set: memtune 1.0145 x the bound, cupy and megengine 1.0041 (1.31 MiB less: "
                                "memtune maps 64 pages of 2 MiB for a 126 MiB bound; the same on its later run)",
 }))
@@ -411,8 +408,7 @@ CALLS_KNOWN_MISSES = {"lifetimes-pangu-2.6b.csv"}
         ("pixelcnn-train.jsonl.gz", "71 calls, pytorch-cuda 23"), ("transe-train.jsonl.gz", "94 calls, pytorch-cuda 20"))},
     **{n: f"tenth set: {r}" for n, r in (
         ("wgan-gp-train.jsonl.gz", "284 calls, pytorch-cuda 27"), ("moco-train.jsonl.gz", "125 calls, pytorch-cuda 24"),
-        ("textcnn-bucket-train.jsonl.gz", "66 calls, pytorch-cuda 19 (bucket lengths change every step)"),
-        ("densenet-train.jsonl.gz", "135 calls, pytorch-cuda 53"))},
+        ("textcnn-bucket-train.jsonl.gz", "66 calls, pytorch-cuda 19 (bucket lengths change every step)"))},
     **{n: f"eleventh set: {r}" for n, r in (
         ("deq-train.jsonl.gz", "671 calls, pytorch-cuda 12"), ("hypernet-train.jsonl.gz", "139 calls, pytorch-cuda 22"))},
     **{n: f"twelfth set: {r}" for n, r in (
@@ -466,7 +462,6 @@ CALLS_KNOWN_MISSES = {"lifetimes-pangu-2.6b.csv"}
                               "holes they leave, an unmap and a map at a time)",
     **{n: f"twenty-seventh set: {r}" for n, r in (
         ("timesformer-video-train.jsonl.gz", "123 calls, pytorch-cuda 59 (154 on its later run, pytorch-cuda 59)"),
-        ("centernet-detect-train.jsonl.gz", "93 calls, pytorch-cuda 44 (102 on its later run, pytorch-cuda 44)"),
         ("gin-virtual-mol-train.jsonl.gz", "146 calls, pytorch-cuda 50 (150 on its later run, pytorch-cuda 51; each "
                                            "step's atom and bond counts follow the drawn molecules)"),
         ("show-attend-tell-train.jsonl.gz", "253 calls, pytorch-cuda 36 (212 on its later run, pytorch-cuda 39; the "

@@ -113,8 +113,8 @@ class ArenaSpec:
     climb_chunks: float = 2.0
     #: the run's first climb gets that room only once this many unmaps were made to stay
     #: within the slack: its end is often the run's peak, where the room would stay
-    #: reserved, which pays only where the climb churns (0 = from the start)
-    first_climb_unmaps: int = 8
+    #: reserved, which pays only where the climb churns (0 = from the start, None = never)
+    first_climb_unmaps: int | None = 8
     #: a region's top grows by this fraction of the peak live bytes beyond the request ...
     growth: float = 1 / 16
     #: ... but by at most this many bytes
@@ -183,7 +183,8 @@ class ArenaSpec:
         need(self.climb_pause >= 0, f"climb_pause must be >= 0; got {self.climb_pause}")
         need(0.0 <= self.move_slack, f"move_slack must be >= 0; got {self.move_slack}")
         need(0.0 <= self.climb_chunks, f"climb_chunks must be >= 0; got {self.climb_chunks}")
-        need(self.first_climb_unmaps >= 0, f"first_climb_unmaps must be >= 0; got {self.first_climb_unmaps}")
+        need(self.first_climb_unmaps is None or self.first_climb_unmaps >= 0,
+             f"first_climb_unmaps must be >= 0 or None; got {self.first_climb_unmaps}")
         need(0.0 <= self.move_budget, f"move_budget must be >= 0; got {self.move_budget}")
         need(0.0 <= self.tiny_share <= 1.0, f"tiny_share must be in [0, 1]; got {self.tiny_share}")
         need(self.tiny_allocs >= 0, f"tiny_allocs must be >= 0; got {self.tiny_allocs}")
@@ -666,7 +667,9 @@ class ArenaAllocator(AllocatorBase):
         chunk0 = min(spec.growth_max, int(max(0, self._peak_live - climb_start) * spec.growth))
         chunk = min(spec.growth_max, max(spec.growth_min, chunk0))
         target = self._target()
-        if new_peak and (climb_start > 0 or self._trims >= spec.first_climb_unmaps):  # (see climb_chunks)
+        first_after = spec.first_climb_unmaps
+        if new_peak and (climb_start > 0 or (first_after is not None and self._trims >= first_after)):
+            # (room for a climb: see climb_chunks and first_climb_unmaps)
             target += int(spec.climb_chunks * chunk)
         target = max(target, int((self._live_bytes + (hi - lo)) * (1.0 + spec.slack)))
         if not new_peak:  # (a move: see move_slack)
