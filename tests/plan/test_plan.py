@@ -632,6 +632,8 @@ def test_climb_chunks_reach_memtune_and_plan_mode_and_name_the_variable(monkeypa
             return a.spec, b.online.spec
 
     assert [s.climb_chunks for s in specs()] == [2.0, 2.0]
+    # the first climb's room: after eight unmaps online, never in plan mode's online steps
+    assert [s.first_climb_unmaps for s in specs()] == [8, None]
     assert [s.climb_chunks for s in specs(climb_chunks=0)] == [0.0, 0.0]
     assert specs(climb_chunks=4)[0].settings["climb_chunks"] == 4.0
     monkeypatch.setenv("MEMTUNE_CLIMB_CHUNKS", "1.5")
@@ -641,6 +643,8 @@ def test_climb_chunks_reach_memtune_and_plan_mode_and_name_the_variable(monkeypa
         specs()
     with pytest.raises(ValueError, match="climb_chunks"):
         ArenaSpec(climb_chunks=-1)
+    with pytest.raises(ValueError, match="first_climb_unmaps must be >= 0 or None; got -1"):
+        ArenaSpec(first_climb_unmaps=-1)
 
 
 def _layers_then_varying_backward(steps: int, layers: int) -> list[Event]:
