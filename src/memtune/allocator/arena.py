@@ -106,13 +106,13 @@ class ArenaSpec:
     #: make room (a move): a repeating step whose layout needs a little more than
     #: ``slack`` would otherwise move pages every step (an effective floor of ``slack``)
     move_slack: float = 0.04
-    #: ... and while live bytes climb past an earlier peak (any climb but the run's first),
-    #: by the slack plus this many growth chunks: a climb's peak keeps rising, so pages
+    #: ... and while live bytes climb past an earlier peak (the run's first climb: see
+    #: first_climb_unmaps), by the slack plus this many growth chunks: a climb's peak keeps rising, so pages
     #: unmapped to stay within 2 % of it are mapped again a few requests later, two device
     #: calls each (docs/policy-log.md, "Room for a climb")
     climb_chunks: float = 2.0
-    #: the run's first climb gets that room only once this many unmaps were made to stay
-    #: within the slack: its end is often the run's peak, where the room would stay
+    #: the run's first climb gets that room only once this many unmaps (to stay within the
+    #: slack, or moves) were made: its end is often the run's peak, where the room would stay
     #: reserved, which pays only where the climb churns (0 = from the start, None = never)
     first_climb_unmaps: int | None = 8
     #: a region's top grows by this fraction of the peak live bytes beyond the request ...

@@ -64,7 +64,8 @@ declare(
         default=2.0,
         doc="While live bytes climb past an earlier peak, how many growth chunks (see MEMTUNE_GROWTH) reserved "
         "memory may exceed MEMTUNE_SLACK by before memtune unmaps free pages (on the run's first climb, only once "
-        "it has made eight such unmaps: its end is often the run's peak). A climb's peak keeps rising, so pages "
+        "it has made eight unmaps: its end is often the run's peak; memtune-plan's online steps count from the "
+        "whole peak and get none). A climb's peak keeps rising, so pages "
         "unmapped to stay within the slack of it are mapped again a few requests later, two device calls each. "
         "Larger values save more of those calls but hold up to that "
         "many chunks more where a climb that sets the run's peak stops. 0 = the slack alone.",
