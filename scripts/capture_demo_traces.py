@@ -20162,8 +20162,8 @@ HELDOUT: dict[str, Workload] = {
     "informer-forecast-train": informer_forecast_train,
     "crnn-ocr-train": crnn_ocr_train,
     "tgn-temporal-train": tgn_temporal_train,
-    # the thirty-first set, captured after the thirtieth was measured and committed (in thirtyfirst/) before it is
-    # measured, to check a later change: a soft actor-critic whose environment steps each sample a one-state action
+    # the thirty-first set, captured after the thirtieth was measured and committed (in thirtyfirst/) before it was
+    # measured, and measured once with the code of f64ed06: a soft actor-critic whose environment steps each sample a one-state action
     # and run one update over a 256-transition minibatch copied from a numpy replay buffer (twin Q networks, a
     # tanh-squashed Gaussian policy and log_alpha under three Adam optimizers, a target critic Polyak-averaged
     # parameter by parameter); a DeepLabv3+ whose MobileNetV2 pads every block's input and runs its last stages
@@ -20176,7 +20176,7 @@ HELDOUT: dict[str, Workload] = {
     "deeplabv3plus-seg-train": deeplabv3plus_seg_train,
     "pinsage-walk-train": pinsage_walk_train,
     # the thirty-first set (part b), captured after the thirtieth was measured and committed (in
-    # thirtyfirst/) before it is measured, to check a later change: a waveform U-Net for music
+    # thirtyfirst/) before it was measured, and measured once with the code of f64ed06: a waveform U-Net for music
     # source separation whose 6 strided conv layers and transposed-conv decoder run at twice the
     # sample rate between sinc resamplers made anew each call, with a bidirectional LSTM at the
     # bottleneck and the skips center-trimmed, under augmentations that gather shifted, flipped and

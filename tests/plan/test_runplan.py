@@ -466,7 +466,9 @@ def _served(later_runs: _Plans, name: str) -> tuple[Replayed, Replayed]:
 
 @pytest.mark.parametrize("name", with_measured_misses(FIXED_SHAPES, {
     **{n: "page granularity: the bound rounded up to 2 MiB pages is 1.032 x the bound" for n in PAGE_FLOOR},
-    **TWELFTH_ABOVE, **TWENTIETH_ABOVE, **TWENTYFIRST_ABOVE}))
+    **TWELFTH_ABOVE, **TWENTIETH_ABOVE, **TWENTYFIRST_ABOVE,
+    "sac-continuous-train": "thirty-first set: page granularity: 5.73 MiB rounded up to 3 pages of 2 MiB is 1.0473 x "
+                            "the bound, where the plan serves it"}))
 def test_a_plan_from_an_earlier_run_meets_the_plan_target_on_a_later_run(later_runs, name):
     r, learned = _served(later_runs, name)
     lb = r.lower_bound
@@ -523,7 +525,9 @@ def test_a_later_run_served_by_a_plan_is_within_a_page_of_the_page_rounded_bound
     "superglue-match-train": "twenty-ninth set: 1.0638 x the bound with the plan, 1.0408 learned online (each image "
                              "pair's keypoint counts are drawn)",
     "yolov5-detect-train": "thirtieth set: 1.1735 x the bound with the plan, 1.0431 learned online (each image's "
-                           "box count is drawn)"}))
+                           "box count is drawn)",
+    "pinsage-walk-train": "thirty-first set: 1.1240 x the bound with the plan, 1.0834 learned online (each step's "
+                          "blocks hold the nodes its drawn pairs' random walks visit)"}))
 def test_a_plan_from_a_run_with_other_shapes_costs_little(later_runs, name):
     """(speculative-decode's later run leaves its plan in the first rounds; plan mode
     then learns a round online. Taken over into an arena of its own beside the pages
