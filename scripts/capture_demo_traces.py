@@ -19730,6 +19730,1018 @@ def colbert_retrieval_train(*, steps: int, seed: int) -> float:
     return total
 
 
+@_workload(default_steps=4)
+def bidaf_qa_train(*, steps: int, seed: int) -> float:
+    """BiDAF reading comprehension (Seo et al. 2017, as galsang's BiDAF-pytorch, the well-known
+    PyTorch port of allenai/bi-att-flow: model/model.py's BiDAF (the character embedding: an
+    Embedding of char_dim 8 with padding index 1 and dropout, viewed (batch x seq, 1, 8, word
+    length) as the port views it, a Conv2d of 100 channels over (8, 5) (no activation), max-pooled
+    over the word and squeezed; the frozen word embedding (GloVe 6B 100d in the reference); the 2-layer
+    highway network over their concatenation (g x ReLU(Linear) + (1 - g) x, g a Sigmoid(Linear));
+    the contextual BiLSTM shared by context and question; the attention flow layer: the
+    similarity matrix built as the port builds it, one att_weight_cq(c x q_i) per question word
+    stacked, plus att_weight_c(c) and att_weight_q(q) expanded; context-to-query attention
+    (softmax over the question, bmm) and query-to-context attention (softmax over the context of
+    the row maxima, bmm, expanded over the context), G = [c; c2q; c x c2q; c x q2c]; the two
+    modelling BiLSTMs; the start pointer from Linear(G) + Linear(M), the end pointer from Linear(G)
+    + Linear(BiLSTM(M))), utils/nn.py's LSTM (input dropout, sorted by length, packed, run,
+    unpacked and unsorted; orthogonal recurrent and Kaiming input weights, forget bias 1) and
+    Linear (optional input dropout, Kaiming weights), run.py's train (Adadelta lr 0.5 over the
+    trainable parameters, CrossEntropyLoss on the start plus on the end, backward, step, and the
+    model/ema.py's EMA of every trainable parameter with decay 0.999, a clone a parameter a step), model/data.py's
+    fields (words and characters lower-cased, word and char vocabularies with <unk> 0 and <pad> 1,
+    word lengths included, the NestedField's characters padded to the batch's longest word,
+    contexts over context_threshold 400 dropped) and torchtext's BucketIterator for training
+    (pools of 100 batches sorted by context length, batched, the batches shuffled); the defaults
+    char_dim 8, char_channel_width 5, char_channel_size 100, word_dim 100, hidden_size 100,
+    dropout 0.2) on drawn SQuAD-like examples (the data generator: a lexicon of 30,000 drawn
+    spellings (English letter frequencies, log-normal lengths) ranked by a Zipf law, with
+    punctuation tokens and numbers among them; contexts log-normal around 120 words, those over
+    400 dropped; answers spans of 1-8 words at a drawn place; questions log-normal around 10
+    words: a wh-word, 2-6 words copied from the 12 either side of the answer, drawn words and a
+    question mark), batch 16 a step, torchtext's pools drawn anew when a pool's batches are used
+    up. Data-dependent: each batch's contexts are padded to its longest drawn context, its
+    questions to its longest question and its characters to its longest word, and the attention
+    flow layer's loop runs once per question word (first run: contexts padded to 80, 140, 109 and
+    144 words, questions to 26, 22, 17 and 20, words to 17 or 18 characters in the contexts and
+    12-17 in the questions; second run: contexts 69-182, questions 13-21); 4 steps (237.43 MiB,
+    190,304 events). Shrunk: batch 16 for the default 60 (the loop over the question words keeps
+    a batch x context x 200 product for each), a vocabulary of the 30,008 drawn words
+    with drawn frozen vectors for SQuAD's with GloVe's (there are no GloVe vectors to load), and
+    4 steps (each runs five packed BiLSTMs over every word, about 48,000 events a step)."""
+    torch.manual_seed(0)
+    char_dim, char_channel_width, char_channel_size, word_dim, hidden_size, dropout = 8, 5, 100, 100, 100, 0.2
+    context_threshold, train_batch_size, learning_rate, exp_decay_rate = 400, 16, 0.5, 0.999
+    n_lexicon, pool_batches = 30000, 100
+    rng = np.random.default_rng(188 + seed)  # the lexicon, the examples and the batches' order
+
+    class Linear(nn.Module):  # utils/nn.py
+        def __init__(self, in_features: int, out_features: int, dropout: float = 0.0) -> None:
+            super().__init__()
+            self.linear = nn.Linear(in_features=in_features, out_features=out_features)
+            if dropout > 0:
+                self.dropout = nn.Dropout(p=dropout)
+            self.reset_params()
+
+        def reset_params(self) -> None:
+            nn.init.kaiming_normal_(self.linear.weight)
+            nn.init.constant_(self.linear.bias, 0)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            if hasattr(self, "dropout"):
+                x = self.dropout(x)
+            return self.linear(x)
+
+    class LSTM(nn.Module):  # utils/nn.py
+        def __init__(self, input_size: int, hidden_size: int, batch_first: bool = False, num_layers: int = 1,
+                     bidirectional: bool = False, dropout: float = 0.2) -> None:
+            super().__init__()
+            self.rnn = nn.LSTM(input_size=input_size, hidden_size=hidden_size, num_layers=num_layers,
+                               bidirectional=bidirectional, batch_first=batch_first)
+            self.reset_params()
+            self.dropout = nn.Dropout(p=dropout)
+
+        def reset_params(self) -> None:
+            for i in range(self.rnn.num_layers):
+                for suffix in ("", "_reverse") if self.rnn.bidirectional else ("",):
+                    nn.init.orthogonal_(getattr(self.rnn, f"weight_hh_l{i}{suffix}"))
+                    nn.init.kaiming_normal_(getattr(self.rnn, f"weight_ih_l{i}{suffix}"))
+                    nn.init.constant_(getattr(self.rnn, f"bias_hh_l{i}{suffix}"), val=0)
+                    nn.init.constant_(getattr(self.rnn, f"bias_ih_l{i}{suffix}"), val=0)
+                    getattr(self.rnn, f"bias_hh_l{i}{suffix}").data.chunk(4)[1].fill_(1)
+
+        def forward(self, x: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+            x_in, x_len = x
+            x_in = self.dropout(x_in)
+            x_len_sorted, x_idx = torch.sort(x_len, descending=True)
+            x_sorted = x_in.index_select(dim=0, index=x_idx)
+            _, x_ori_idx = torch.sort(x_idx)
+            x_packed = nn.utils.rnn.pack_padded_sequence(x_sorted, x_len_sorted, batch_first=True)
+            x_packed, (h, _) = self.rnn(x_packed)
+            out = nn.utils.rnn.pad_packed_sequence(x_packed, batch_first=True)[0]
+            out = out.index_select(dim=0, index=x_ori_idx)
+            h = h.permute(1, 0, 2).contiguous().view(-1, h.size(0) * h.size(2)).squeeze()
+            h = h.index_select(dim=0, index=x_ori_idx)
+            return out, h
+
+    class BiDAF(nn.Module):  # model/model.py
+        def __init__(self, char_vocab_size: int, pretrained: torch.Tensor) -> None:
+            super().__init__()
+            # 1. Character Embedding Layer
+            self.char_emb = nn.Embedding(char_vocab_size, char_dim, padding_idx=1)
+            nn.init.uniform_(self.char_emb.weight, -0.001, 0.001)
+            self.char_conv = nn.Conv2d(1, char_channel_size, (char_dim, char_channel_width))
+            # 2. Word Embedding Layer
+            self.word_emb = nn.Embedding.from_pretrained(pretrained, freeze=True)
+            # highway network
+            assert hidden_size * 2 == (char_channel_size + word_dim)
+            for i in range(2):
+                setattr(self, f"highway_linear{i}", nn.Sequential(Linear(hidden_size * 2, hidden_size * 2), nn.ReLU()))
+                setattr(self, f"highway_gate{i}", nn.Sequential(Linear(hidden_size * 2, hidden_size * 2), nn.Sigmoid()))
+            # 3. Contextual Embedding Layer
+            self.context_LSTM = LSTM(input_size=hidden_size * 2, hidden_size=hidden_size, bidirectional=True,
+                                     batch_first=True, dropout=dropout)
+            # 4. Attention Flow Layer
+            self.att_weight_c = Linear(hidden_size * 2, 1)
+            self.att_weight_q = Linear(hidden_size * 2, 1)
+            self.att_weight_cq = Linear(hidden_size * 2, 1)
+            # 5. Modeling Layer
+            self.modeling_LSTM1 = LSTM(input_size=hidden_size * 8, hidden_size=hidden_size, bidirectional=True,
+                                       batch_first=True, dropout=dropout)
+            self.modeling_LSTM2 = LSTM(input_size=hidden_size * 2, hidden_size=hidden_size, bidirectional=True,
+                                       batch_first=True, dropout=dropout)
+            # 6. Output Layer
+            self.p1_weight_g = Linear(hidden_size * 8, 1, dropout=dropout)
+            self.p1_weight_m = Linear(hidden_size * 2, 1, dropout=dropout)
+            self.p2_weight_g = Linear(hidden_size * 8, 1, dropout=dropout)
+            self.p2_weight_m = Linear(hidden_size * 2, 1, dropout=dropout)
+            self.output_LSTM = LSTM(input_size=hidden_size * 2, hidden_size=hidden_size, bidirectional=True,
+                                    batch_first=True, dropout=dropout)
+            self.dropout = nn.Dropout(p=dropout)
+
+        def forward(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+            def char_emb_layer(x: torch.Tensor) -> torch.Tensor:
+                batch_size = x.size(0)
+                x = self.dropout(self.char_emb(x))  # (batch, seq_len, word_len, char_dim)
+                x = x.view(-1, char_dim, x.size(2)).unsqueeze(1)  # (batch * seq_len, 1, char_dim, word_len)
+                x = self.char_conv(x).squeeze()  # (batch * seq_len, char_channel_size, conv_len)
+                x = nn.functional.max_pool1d(x, x.size(2)).squeeze()
+                return x.view(batch_size, -1, char_channel_size)
+
+            def highway_network(x1: torch.Tensor, x2: torch.Tensor) -> torch.Tensor:
+                x = torch.cat([x1, x2], dim=-1)
+                for i in range(2):
+                    h = getattr(self, f"highway_linear{i}")(x)
+                    g = getattr(self, f"highway_gate{i}")(x)
+                    x = g * h + (1 - g) * x
+                return x
+
+            def att_flow_layer(c: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+                c_len, q_len = c.size(1), q.size(1)
+                cq = []
+                for i in range(q_len):
+                    qi = q.select(1, i).unsqueeze(1)  # (batch, 1, hidden_size * 2)
+                    ci = self.att_weight_cq(c * qi).squeeze()  # (batch, c_len)
+                    cq.append(ci)
+                s = self.att_weight_c(c).expand(-1, -1, q_len) \
+                    + self.att_weight_q(q).permute(0, 2, 1).expand(-1, c_len, -1) + torch.stack(cq, dim=-1)
+                a = nn.functional.softmax(s, dim=2)  # context-to-query
+                c2q_att = torch.bmm(a, q)
+                b = nn.functional.softmax(torch.max(s, dim=2)[0], dim=1).unsqueeze(1)  # query-to-context
+                q2c_att = torch.bmm(b, c).squeeze()
+                q2c_att = q2c_att.unsqueeze(1).expand(-1, c_len, -1)
+                return torch.cat([c, c2q_att, c * c2q_att, c * q2c_att], dim=-1)
+
+            def output_layer(g: torch.Tensor, m: torch.Tensor, lens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+                p1 = (self.p1_weight_g(g) + self.p1_weight_m(m)).squeeze()
+                m2 = self.output_LSTM((m, lens))[0]
+                p2 = (self.p2_weight_g(g) + self.p2_weight_m(m2)).squeeze()
+                return p1, p2
+
+            c_char = char_emb_layer(batch["c_char"])
+            q_char = char_emb_layer(batch["q_char"])
+            c_word = self.word_emb(batch["c_word"])
+            q_word = self.word_emb(batch["q_word"])
+            c_lens, q_lens = batch["c_lens"], batch["q_lens"]
+            c = highway_network(c_char, c_word)
+            q = highway_network(q_char, q_word)
+            c = self.context_LSTM((c, c_lens))[0]
+            q = self.context_LSTM((q, q_lens))[0]
+            g = att_flow_layer(c, q)
+            m = self.modeling_LSTM2((self.modeling_LSTM1((g, c_lens))[0], c_lens))[0]
+            return output_layer(g, m, c_lens)
+
+    class EMA:  # model/ema.py
+        def __init__(self, mu: float) -> None:
+            self.mu, self.shadow = mu, {}
+
+        def register(self, name: str, val: torch.Tensor) -> None:
+            self.shadow[name] = val.clone()
+
+        def update(self, name: str, x: torch.Tensor) -> None:
+            assert name in self.shadow
+            new_average = (1.0 - self.mu) * x + self.mu * self.shadow[name]
+            self.shadow[name] = new_average.clone()
+
+    # the data generator: a lexicon of drawn spellings ranked by a Zipf law (punctuation, function words' places
+    # and numbers among them); the char vocabulary as torchtext builds it (<unk> 0, <pad> 1, then the characters)
+    letters = "etaoinshrdlcumwfgypbvkjxqz"
+    letter_p = np.array([12.7, 9.1, 8.2, 7.5, 7.0, 6.7, 6.3, 6.1, 6.0, 4.3, 4.0, 2.8, 2.8, 2.4, 2.4, 2.2, 2.0, 2.0,
+                         1.9, 1.5, 1.0, 0.8, 0.15, 0.15, 0.1, 0.07])
+    letter_p /= letter_p.sum()
+    punctuation = [".", ",", "'s", "(", ")", "\"", "-", ":", ";", "%", "$", "'"]
+    chars = sorted(set(letters + "0123456789?" + "".join(punctuation)))
+    char_stoi = {ch: 2 + i for i, ch in enumerate(chars)}
+    lexicon: list[str] = []
+    for rank in range(n_lexicon):
+        if rank < 2 * len(punctuation) and rank % 2 == 1:
+            lexicon.append(punctuation[rank // 2])
+        elif rng.random() < 0.04:
+            lexicon.append(str(int(rng.integers(1, 10 ** int(rng.integers(1, 5))))))
+        else:
+            length = int(np.clip(round(rng.lognormal(math.log(5.5 if rank > 200 else 3.0), 0.35)), 1, 18))
+            lexicon.append("".join(rng.choice(list(letters), length, p=letter_p)))
+    word_p = 1.0 / (np.arange(n_lexicon) + 2.7)
+    word_p /= word_p.sum()
+    lexicon += ["what", "who", "when", "which", "how", "where", "why", "?"]
+    wh_words = list(range(n_lexicon, n_lexicon + 7))
+    question_mark = n_lexicon + 7
+    char_ids = [[char_stoi[ch] for ch in w] for w in lexicon]
+
+    def draw_example() -> tuple[list[int], list[int], int, int]:
+        """One drawn (context, question, answer start, answer end), words as lexicon indices."""
+        c_len = int(np.clip(round(rng.lognormal(math.log(120), 0.45)), 20, 600))
+        context = rng.choice(n_lexicon, c_len, p=word_p).tolist()
+        length = int(min(rng.geometric(0.35), 8))
+        start = int(rng.integers(0, c_len - length + 1))
+        q_len = int(np.clip(round(rng.lognormal(math.log(10), 0.35)), 4, 30))
+        copied = int(min(rng.integers(2, 7), q_len - 2))
+        around = context[max(0, start - 12):start] + context[start + length:start + length + 12]
+        question = [int(rng.choice(wh_words))] + rng.choice(around, copied).tolist()
+        question += rng.choice(n_lexicon, max(0, q_len - 1 - len(question)), p=word_p).tolist()
+        question.append(question_mark)
+        return context, question, start, start + length - 1
+
+    def pad_words(rows: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The word Field (stoi 2 + lexicon index, padded with 1, include_lengths) and the NestedField's chars."""
+        longest = max(len(r) for r in rows)
+        word_len = max(len(char_ids[w]) for r in rows for w in r)
+        words = [[2 + w for w in r] + [1] * (longest - len(r)) for r in rows]
+        chars_ = [[char_ids[w] + [1] * (word_len - len(char_ids[w])) for w in r] + [[1] * word_len] * (longest - len(r))
+                  for r in rows]
+        return torch.tensor(words), torch.tensor([len(r) for r in rows]), torch.tensor(chars_)
+
+    def batches() -> list[list[tuple[list[int], list[int], int, int]]]:
+        """torchtext's BucketIterator for training: a pool of 100 batches' examples sorted by context length,
+        batched, the batches shuffled; the examples whose context is over context_threshold dropped as data.py
+        drops them."""
+        pool: list[tuple[list[int], list[int], int, int]] = []
+        while len(pool) < pool_batches * train_batch_size:
+            example = draw_example()
+            if len(example[0]) <= context_threshold:
+                pool.append(example)
+        pool.sort(key=lambda e: len(e[0]))
+        return [pool[i * train_batch_size:(i + 1) * train_batch_size] for i in rng.permutation(pool_batches)]
+
+    def tensorize(chunk: list[tuple[list[int], list[int], int, int]]) -> dict[str, torch.Tensor]:  # Batch's fields
+        c_word, c_lens, c_char = pad_words([e[0] for e in chunk])
+        q_word, q_lens, q_char = pad_words([e[1] for e in chunk])
+        return {"c_word": c_word, "c_lens": c_lens, "c_char": c_char, "q_word": q_word, "q_lens": q_lens,
+                "q_char": q_char, "s_idx": torch.tensor([e[2] for e in chunk]), "e_idx": torch.tensor([e[3] for e in chunk])}
+
+    # the frozen word vectors (GloVe's in the reference): <unk> and <pad> zero, as torchtext's vectors give them
+    pretrained = torch.cat([torch.zeros(2, word_dim), torch.randn(len(lexicon), word_dim) * 0.4])
+    model = BiDAF(len(chars) + 2, pretrained)
+    ema = EMA(exp_decay_rate)
+    for name, param in model.named_parameters():
+        if param.requires_grad:
+            ema.register(name, param.data)
+    parameters = filter(lambda p: p.requires_grad, model.parameters())
+    optimizer = torch.optim.Adadelta(parameters, lr=learning_rate)
+    criterion = nn.CrossEntropyLoss()
+    model.train()
+    total = 0.0
+    iterator: list[list[tuple[list[int], list[int], int, int]]] = []
+    for _ in range(steps):
+        if not iterator:
+            iterator = batches()
+        batch = tensorize(iterator.pop(0))
+        p1, p2 = model(batch)
+        optimizer.zero_grad()
+        batch_loss = criterion(p1, batch["s_idx"]) + criterion(p2, batch["e_idx"])
+        total += batch_loss.item()
+        batch_loss.backward()
+        optimizer.step()
+        for name, param in model.named_parameters():
+            if param.requires_grad:
+                ema.update(name, param.data)
+        del batch, p1, p2, batch_loss
+    return total
+
+
+@_workload(default_steps=4)
+def performer_lm_train(*, steps: int, seed: int) -> float:
+    """Performer language model (Choromanski et al. 2021, as lucidrains' performer-pytorch,
+    performer_pytorch/performer_pytorch.py: PerformerLM (token embedding, the fixed sinusoidal
+    position embedding added, the rotary embedding (rotary_position_emb, the default) of dim_head
+    applied to q and k by rotate_every_two, LayerNorm, the output Linear; qkv_bias and attn_out_bias
+    False as PerformerLM passes them), Performer (depth x [PreScaleNorm(SelfAttention),
+    PreScaleNorm(Chunk(FeedForward))] in a SequentialSequence adding the residuals, pos_emb routed
+    to the attention only) and its ProjectionUpdater (redraw_projections before each forward in
+    training, against calls_since_last_redraw, a tensor buffer compared, zeroed and incremented in
+    place), FastAttention's FAVOR+ (gaussian_orthogonal_random_matrix: nb_features / dim_head
+    blocks, each the transposed Q of torch.linalg.qr of a drawn square Gaussian, scaled by the
+    norms of a drawn Gaussian's rows (scaling 0) through torch.diag, copied into the
+    projection_matrix buffer under no_grad at each redraw; softmax_kernel: the data scaled by
+    dim_head^-0.25, the projection expanded over batch and heads, einsum, half the squared norm
+    subtracted and the max (over the features for queries, over the whole head for keys, detached)
+    before exp, plus eps 1e-4, times nb_features^-0.5), causal_linear_attention_noncuda (the
+    prefix-sum causal attention of the path taken without fast_transformers' CUDA kernel: q, k and
+    v cut by chunk(128) into 128 chunks; in each, k's cumsum and the cumsum of the outer products
+    k v^T carried on from the last chunk's last row, D_inv from q and the key sums, the output by a
+    three-operand einsum, the chunks' outputs concatenated), Attention, FeedForward (GELU, mult 4)
+    and PreScaleNorm (use_scalenorm), autoregressive_wrapper.py's AutoregressiveWrapper (input and
+    target shifted by one, cross_entropy), and examples/enwik8_simple/train.py's loop:
+    TextSamplerDataset's random windows of SEQ_LEN + 1 bytes of a uint8 buffer made a tensor by
+    torch.from_numpy, .long() and stacked as the DataLoader's collate does, GRADIENT_ACCUMULATE_EVERY
+    micro-batches backpropagated a step, clip_grad_norm_ 0.5, Adam 1e-4, zero_grad; num_tokens
+    256, causal, use_scalenorm) with feature_redraw_interval 1 (the counter's >= test redraws on
+    every second forward: once a step, on its second micro-batch), on a drawn enwik8-like byte
+    stream (the data generator: 600,000 bytes of Wikipedia's XML dump format: <page>, <title>,
+    <id> and <text> tags, paragraphs of a drawn lexicon's words with Zipf frequencies, [[links]],
+    '''bold''' titles, == headings ==, numbers, &quot; entities and some UTF-8 accented letters),
+    micro-batches of 2 windows of 512 + 1 bytes. Fixed shapes: every step allocates the same sizes
+    in the same order; 4 steps (211.31 MiB, 197,642 events). Shrunk: dim 256, depth 2, 4 heads of dim_head
+    64, nb_features 64, SEQ_LEN 512, BATCH_SIZE 2 and GRADIENT_ACCUMULATE_EVERY 2 for the example's
+    dim 512, depth 6, 8 heads, nb_features 256, 4096, 4 and 4 (the CPU path keeps every
+    position's nb_features x dim_head running sum for the backward, 64 MiB a layer a micro-batch
+    here, and each of the 128 chunks allocates anew, so the events grow with depth x
+    micro-batches); not reversible (the example's reversible=True; the library's default
+    SequentialSequence) and no local attention heads (the example's (8, 8, 8, 6, 4, 2)), so every
+    head is FAVOR+; no validation or generation."""
+    torch.manual_seed(0)
+    num_tokens, dim, depth, heads, dim_head, nb_features, ff_mult = 256, 256, 2, 4, 64, 64, 4
+    seq_len, batch_size, gradient_accumulate_every, learning_rate, feature_redraw_interval = 512, 2, 2, 1e-4, 1
+    rng = np.random.default_rng(189 + seed)  # the text
+    gen = torch.Generator().manual_seed(189 + seed)  # TextSamplerDataset's windows
+
+    def orthogonal_matrix_chunk(cols: int) -> torch.Tensor:
+        unstructured_block = torch.randn((cols, cols))
+        q, _r = torch.linalg.qr(unstructured_block.cpu(), mode="reduced")
+        return q.t()
+
+    def gaussian_orthogonal_random_matrix(nb_rows: int, nb_columns: int, scaling: int = 0) -> torch.Tensor:
+        nb_full_blocks = int(nb_rows / nb_columns)
+        block_list = []
+        for _ in range(nb_full_blocks):
+            block_list.append(orthogonal_matrix_chunk(nb_columns))
+        remaining_rows = nb_rows - nb_full_blocks * nb_columns
+        if remaining_rows > 0:
+            block_list.append(orthogonal_matrix_chunk(nb_columns)[:remaining_rows])
+        final_matrix = torch.cat(block_list)
+        if scaling == 0:
+            multiplier = torch.randn((nb_rows, nb_columns)).norm(dim=1)
+        else:
+            multiplier = math.sqrt(float(nb_columns)) * torch.ones((nb_rows,))
+        return torch.diag(multiplier) @ final_matrix
+
+    def softmax_kernel(data: torch.Tensor, *, projection_matrix: torch.Tensor, is_query: bool,
+                       normalize_data: bool = True, eps: float = 1e-4) -> torch.Tensor:
+        b, h, *_ = data.shape
+        data_normalizer = (data.shape[-1] ** -0.25) if normalize_data else 1.
+        ratio = projection_matrix.shape[0] ** -0.5
+        projection = projection_matrix.expand(b, h, *projection_matrix.shape)  # repeat 'j d -> b h j d'
+        projection = projection.type_as(data)
+        data_dash = torch.einsum("...id,...jd->...ij", (data_normalizer * data), projection)
+        diag_data = data ** 2
+        diag_data = torch.sum(diag_data, dim=-1)
+        diag_data = (diag_data / 2.0) * (data_normalizer ** 2)
+        diag_data = diag_data.unsqueeze(dim=-1)
+        if is_query:
+            data_dash = ratio * (torch.exp(data_dash - diag_data - torch.amax(data_dash, dim=-1, keepdim=True).detach()) + eps)
+        else:
+            data_dash = ratio * (torch.exp(data_dash - diag_data - torch.amax(data_dash, dim=(-1, -2), keepdim=True).detach())
+                                 + eps)
+        return data_dash.type_as(data)
+
+    def causal_linear_attention_noncuda(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, chunk_size: int = 128,
+                                        eps: float = 1e-6) -> torch.Tensor:
+        last_k_cumsum: torch.Tensor | int = 0
+        last_context_cumsum: torch.Tensor | int = 0
+        outs = []
+        for q_, k_, v_ in zip(*(t.chunk(chunk_size, dim=-2) for t in (q, k, v))):
+            k_cumsum = last_k_cumsum + k_.cumsum(dim=-2)
+            D_inv = 1. / torch.einsum("...nd,...nd->...n", q_, k_cumsum.type_as(q_) + eps)
+            context = torch.einsum("...nd,...ne->...nde", k_, v_)
+            context_cumsum = last_context_cumsum + context.cumsum(dim=-3)
+            out = torch.einsum("...nde,...nd,...n->...ne", context_cumsum, q_, D_inv)
+            last_k_cumsum = k_cumsum[:, :, -1:]
+            last_context_cumsum = context_cumsum[:, :, -1:]
+            outs.append(out)
+        return torch.cat(outs, dim=-2)
+
+    class FastAttention(nn.Module):
+        def __init__(self, dim_heads: int, nb_features: int | None = None, ortho_scaling: int = 0,
+                     causal: bool = False) -> None:
+            super().__init__()
+            nb_features = nb_features if nb_features is not None else int(dim_heads * math.log(dim_heads))
+            self.dim_heads, self.nb_features, self.ortho_scaling, self.causal = dim_heads, nb_features, ortho_scaling, causal
+            self.create_projection = functools.partial(gaussian_orthogonal_random_matrix, nb_rows=self.nb_features,
+                                                       nb_columns=dim_heads, scaling=ortho_scaling)
+            self.register_buffer("projection_matrix", self.create_projection())
+            # no fast_transformers' causal_product_cuda on CPU: the memory-inefficient non-cuda version
+            self.causal_linear_fn = functools.partial(causal_linear_attention_noncuda)
+
+        @torch.no_grad()
+        def redraw_projection_matrix(self) -> None:
+            projections = self.create_projection()
+            cast(torch.Tensor, self.projection_matrix).copy_(projections)
+            del projections
+
+        def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+            create_kernel = functools.partial(softmax_kernel, projection_matrix=self.projection_matrix)
+            q = create_kernel(q, is_query=True)
+            k = create_kernel(k, is_query=False)
+            return self.causal_linear_fn(q, k, v)
+
+    def rotate_every_two(x: torch.Tensor) -> torch.Tensor:
+        x = x.reshape(*x.shape[:-1], -1, 2)  # rearrange '... (d j) -> ... d j', j = 2
+        x1, x2 = x.unbind(dim=-1)
+        x = torch.stack((-x2, x1), dim=-1)
+        return x.reshape(*x.shape[:-2], -1)  # '... d j -> ... (d j)'
+
+    def apply_rotary_pos_emb(q: torch.Tensor, k: torch.Tensor, sinu_pos: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        sinu_pos = sinu_pos.reshape(sinu_pos.shape[1], 2, -1)  # rearrange '() n (j d) -> n j d', j = 2
+        sin, cos = sinu_pos.unbind(dim=-2)
+        sin, cos = (t.repeat_interleave(2, dim=-1) for t in (sin, cos))  # repeat 'b n -> b (n j)', j = 2
+        q, k = ((t * cos) + (rotate_every_two(t) * sin) for t in (q, k))
+        return q, k
+
+    class Attention(nn.Module):
+        def __init__(self, dim: int, causal: bool = False, heads: int = 8, dim_head: int = 64,
+                     nb_features: int | None = None, dropout: float = 0., qkv_bias: bool = False,
+                     attn_out_bias: bool = True) -> None:
+            super().__init__()
+            inner_dim = dim_head * heads
+            self.fast_attention = FastAttention(dim_head, nb_features, causal=causal)
+            self.heads = heads
+            self.global_heads = heads  # local_heads 0
+            self.to_q = nn.Linear(dim, inner_dim, bias=qkv_bias)
+            self.to_k = nn.Linear(dim, inner_dim, bias=qkv_bias)
+            self.to_v = nn.Linear(dim, inner_dim, bias=qkv_bias)
+            self.to_out = nn.Linear(inner_dim, dim, bias=attn_out_bias)
+            self.dropout = nn.Dropout(dropout)
+
+        def forward(self, x: torch.Tensor, pos_emb: torch.Tensor | None = None) -> torch.Tensor:
+            b, n, _ = x.shape
+            h, gh = self.heads, self.global_heads
+            q, k, v = self.to_q(x), self.to_k(x), self.to_v(x)
+            q, k, v = (t.view(b, n, h, -1).permute(0, 2, 1, 3) for t in (q, k, v))  # 'b n (h d) -> b h n d'
+            (q, _lq), (k, _lk), (v, _lv) = ((t[:, :gh], t[:, gh:]) for t in (q, k, v))  # the local heads' (none)
+            attn_outs = []
+            if pos_emb is not None:
+                q, k = apply_rotary_pos_emb(q, k, pos_emb)
+            out = self.fast_attention(q, k, v)
+            attn_outs.append(out)
+            out = torch.cat(attn_outs, dim=1)
+            out = out.permute(0, 2, 1, 3).reshape(b, n, -1)  # 'b h n d -> b n (h d)'
+            out = self.to_out(out)
+            return self.dropout(out)
+
+    class FeedForward(nn.Module):
+        def __init__(self, dim: int, mult: int = 4, dropout: float = 0.) -> None:
+            super().__init__()
+            self.w1 = nn.Linear(dim, dim * mult)
+            self.act = nn.GELU()
+            self.dropout = nn.Dropout(dropout)
+            self.w2 = nn.Linear(dim * mult, dim)
+
+        def forward(self, x: torch.Tensor, **kwargs: object) -> torch.Tensor:
+            x = self.w1(x)
+            x = self.act(x)
+            x = self.dropout(x)
+            return self.w2(x)
+
+    class Chunk(nn.Module):
+        def __init__(self, chunks: int, fn: nn.Module, along_dim: int = -1) -> None:
+            super().__init__()
+            self.dim, self.chunks, self.fn = along_dim, chunks, fn
+
+        def forward(self, x: torch.Tensor, **kwargs: object) -> torch.Tensor:
+            if self.chunks == 1:
+                return self.fn(x, **kwargs)
+            return torch.cat([self.fn(c, **kwargs) for c in x.chunk(self.chunks, dim=self.dim)], dim=self.dim)
+
+    class PreScaleNorm(nn.Module):
+        def __init__(self, dim: int, fn: nn.Module, eps: float = 1e-5) -> None:
+            super().__init__()
+            self.fn = fn
+            self.g = nn.Parameter(torch.ones(1))
+            self.eps = eps
+
+        def forward(self, x: torch.Tensor, **kwargs: object) -> torch.Tensor:
+            n = torch.norm(x, dim=-1, keepdim=True).clamp(min=self.eps)
+            x = x / n * self.g
+            return self.fn(x, **kwargs)
+
+    class ProjectionUpdater(nn.Module):
+        def __init__(self, instance: nn.Module, feature_redraw_interval: int | None) -> None:
+            super().__init__()
+            self.instance = instance
+            self.feature_redraw_interval = feature_redraw_interval
+            self.register_buffer("calls_since_last_redraw", torch.tensor(0))
+
+        def redraw_projections(self) -> None:
+            model = self.instance
+            if not self.training:
+                return
+            calls = cast(torch.Tensor, self.calls_since_last_redraw)
+            if self.feature_redraw_interval is not None and calls >= self.feature_redraw_interval:
+                fast_attentions = [m for m in model.modules() if isinstance(m, FastAttention)]  # find_modules
+                for fast_attention in fast_attentions:
+                    fast_attention.redraw_projection_matrix()
+                calls.zero_()
+                return
+            calls += 1
+
+    class SequentialSequence(nn.Module):
+        def __init__(self, layers: nn.ModuleList) -> None:
+            super().__init__()
+            self.layers = layers
+
+        def forward(self, x: torch.Tensor, pos_emb: torch.Tensor | None = None) -> torch.Tensor:
+            for f, g in cast(list[tuple[nn.Module, nn.Module]], self.layers):  # route_args: pos_emb to attn only
+                x = x + f(x, pos_emb=pos_emb)
+                x = x + g(x)
+            return x
+
+    class Performer(nn.Module):
+        def __init__(self, dim: int, depth: int, heads: int, dim_head: int, causal: bool, ff_mult: int,
+                     nb_features: int | None, feature_redraw_interval: int, use_scalenorm: bool,
+                     ff_chunks: int = 1) -> None:
+            super().__init__()
+            layers = nn.ModuleList([])
+            wrapper_fn = functools.partial(PreScaleNorm, dim) if use_scalenorm else functools.partial(PreLayerNorm, dim)
+            for _ in range(depth):
+                attn: nn.Module = Attention(dim, causal=causal, heads=heads, dim_head=dim_head, nb_features=nb_features,
+                                             qkv_bias=False, attn_out_bias=False)  # PerformerLM's
+                ff: nn.Module = Chunk(ff_chunks, FeedForward(dim, mult=ff_mult), along_dim=1)
+                layers.append(nn.ModuleList([wrapper_fn(attn), wrapper_fn(ff)]))
+            self.net = SequentialSequence(layers)
+            self.auto_check_redraw = True
+            self.proj_updater = ProjectionUpdater(self.net, feature_redraw_interval)
+
+        def forward(self, x: torch.Tensor, pos_emb: torch.Tensor | None = None) -> torch.Tensor:
+            if self.auto_check_redraw:
+                self.proj_updater.redraw_projections()
+            return self.net(x, pos_emb=pos_emb)
+
+    class PreLayerNorm(nn.Module):
+        def __init__(self, dim: int, fn: nn.Module) -> None:
+            super().__init__()
+            self.norm = nn.LayerNorm(dim)
+            self.fn = fn
+
+        def forward(self, x: torch.Tensor, **kwargs: object) -> torch.Tensor:
+            return self.fn(self.norm(x), **kwargs)
+
+    class FixedPositionalEmbedding(nn.Module):
+        def __init__(self, dim: int, max_seq_len: int) -> None:
+            super().__init__()
+            inv_freq = 1. / (10000 ** (torch.arange(0, dim, 2).float() / dim))
+            position = torch.arange(0, max_seq_len, dtype=torch.float)
+            sinusoid_inp = torch.einsum("i,j->ij", position, inv_freq)
+            emb = torch.cat((sinusoid_inp.sin(), sinusoid_inp.cos()), dim=-1)
+            self.register_buffer("emb", emb)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return cast(torch.Tensor, self.emb)[None, :x.shape[1], :].to(x)
+
+    class PerformerLM(nn.Module):
+        def __init__(self, *, num_tokens: int, max_seq_len: int, dim: int, depth: int, heads: int, dim_head: int,
+                     causal: bool, ff_mult: int, nb_features: int | None, feature_redraw_interval: int,
+                     use_scalenorm: bool, emb_dropout: float = 0.) -> None:
+            super().__init__()
+            self.max_seq_len = max_seq_len
+            self.token_emb = nn.Embedding(num_tokens, dim)
+            self.pos_emb = FixedPositionalEmbedding(dim, max_seq_len)  # rotary_position_emb
+            self.layer_pos_emb = FixedPositionalEmbedding(dim_head, max_seq_len)
+            self.dropout = nn.Dropout(emb_dropout)
+            self.performer = Performer(dim, depth, heads, dim_head, causal, ff_mult, nb_features,
+                                       feature_redraw_interval, use_scalenorm)
+            self.norm = nn.LayerNorm(dim)
+            self.to_out = nn.Linear(dim, num_tokens)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            assert x.shape[1] <= self.max_seq_len
+            x = self.token_emb(x)
+            x += self.pos_emb(x)
+            x = self.dropout(x)
+            layer_pos_emb = self.layer_pos_emb(x)
+            x = self.performer(x, pos_emb=layer_pos_emb)
+            x = self.norm(x)
+            return self.to_out(x)
+
+    class AutoregressiveWrapper(nn.Module):  # autoregressive_wrapper.py
+        def __init__(self, net: nn.Module, ignore_index: int = -100) -> None:
+            super().__init__()
+            self.net, self.ignore_index = net, ignore_index
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            xi = x[:, :-1]
+            xo = x[:, 1:]
+            out = self.net(xi)
+            return nn.functional.cross_entropy(out.transpose(1, 2), xo, ignore_index=self.ignore_index)
+
+    def draw_enwik8_like(n_bytes: int) -> np.ndarray:
+        """The data generator: wiki pages' XML and markup over a drawn lexicon, as uint8 (enwik8's np.fromstring)."""
+        letters = "etaoinshrdlcumwfgypbvkjxqz"
+        letter_p = np.array([12.7, 9.1, 8.2, 7.5, 7.0, 6.7, 6.3, 6.1, 6.0, 4.3, 4.0, 2.8, 2.8, 2.4, 2.4, 2.2, 2.0, 2.0,
+                             1.9, 1.5, 1.0, 0.8, 0.15, 0.15, 0.1, 0.07])
+        letter_p /= letter_p.sum()
+        lexicon = ["".join(rng.choice(list(letters), int(np.clip(round(rng.lognormal(math.log(4.5), 0.45)), 1, 16)),
+                                      p=letter_p)) for _ in range(8000)]
+        word_p = 1.0 / (np.arange(len(lexicon)) + 2.7)
+        word_p /= word_p.sum()
+        accented = ["é", "ü", "ö", "–", "ç", "ñ"]
+        parts: list[str] = []
+        size = 0
+        while size < n_bytes:
+            words = [lexicon[i] for i in rng.choice(len(lexicon), int(rng.integers(1, 4)), p=word_p)]
+            title = " ".join(w.capitalize() for w in words)
+            page = [(f"  <page>\n    <title>{title}</title>\n    <id>{int(rng.integers(1, 10 ** 6))}</id>\n"
+                     f"    <revision>\n      <text xml:space=\"preserve\">'''{title}''' ")]
+            for _ in range(int(rng.integers(1, 9))):
+                if rng.random() < 0.3:
+                    page.append(f"\n\n== {lexicon[int(rng.choice(len(lexicon), p=word_p))].capitalize()} ==\n")
+                sentence_words = []
+                for _ in range(int(rng.integers(20, 120))):
+                    w = lexicon[int(rng.choice(len(lexicon), p=word_p))]
+                    r = rng.random()
+                    if r < 0.05:
+                        w = f"[[{w.capitalize()}]]"
+                    elif r < 0.07:
+                        w = str(int(rng.integers(1, 2100)))
+                    elif r < 0.075:
+                        w = f"&quot;{w}&quot;"
+                    elif r < 0.08:
+                        w = w[:-1] + str(rng.choice(accented))
+                    sentence_words.append(w + ("." if rng.random() < 0.06 else "," if rng.random() < 0.05 else ""))
+                page.append(" ".join(sentence_words) + "\n")
+            page.append("</text>\n    </revision>\n  </page>\n")
+            text = "".join(page).encode("utf-8")
+            parts.append(text.decode("latin-1"))
+            size += len(text)
+        return np.frombuffer("".join(parts).encode("latin-1")[:n_bytes], dtype=np.uint8).copy()
+
+    data_train = torch.from_numpy(draw_enwik8_like(600_000))
+
+    def sample_batch() -> torch.Tensor:  # TextSamplerDataset.__getitem__ batch_size times, the DataLoader's collate
+        seqs = []
+        for _ in range(batch_size):
+            rand_start = torch.randint(0, data_train.size(0) - seq_len - 1, (1,), generator=gen)
+            seqs.append(data_train[rand_start: rand_start + seq_len + 1].long())
+        return torch.stack(seqs)
+
+    model = AutoregressiveWrapper(PerformerLM(num_tokens=num_tokens, max_seq_len=seq_len, dim=dim, depth=depth,
+                                              heads=heads, dim_head=dim_head, causal=True, ff_mult=ff_mult,
+                                              nb_features=nb_features, feature_redraw_interval=feature_redraw_interval,
+                                              use_scalenorm=True))
+    optim = torch.optim.Adam(model.parameters(), lr=learning_rate)
+    total = 0.0
+    for _ in range(steps):
+        model.train()
+        for __ in range(gradient_accumulate_every):
+            loss = model(sample_batch())
+            loss.backward()
+        total += loss.item()  # print(f'training loss: {loss.item()}')
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+        optim.step()
+        optim.zero_grad()
+        del loss
+    return total
+
+
+@_workload(default_steps=6)
+def decision_transformer_train(*, steps: int, seed: int) -> float:
+    """Decision Transformer (Chen et al. 2021, as kzl's decision-transformer, gym/: experiment.py's
+    experiment (the trajectories' states normalised by the dataset's mean and std, trajectories
+    sampled in proportion to their lengths (pct_traj 1), get_batch: a uniformly drawn start in
+    each, K = 20 steps of states, actions, rewards and dones, the returns-to-go by discount_cumsum
+    (gamma 1) over the rest of the trajectory and one more, timesteps capped at max_ep_len - 1, all
+    left-padded to K (states 0, actions -10, dones 2), the returns-to-go divided by scale 1000
+    (hopper's), the attention mask 1 on the steps there are, float64 as numpy makes it; the tensors
+    made by torch.from_numpy and .to(dtype)), AdamW (lr 1e-4, weight decay 1e-4), LambdaLR's linear
+    warmup over 10,000 steps, the MSE of the actions as loss_fn), training/seq_trainer.py's
+    SequenceTrainer.train_step (forward with rtg[:, :-1], the predicted and target actions
+    selected where the mask is 1 by boolean indexing, backward, clip_grad_norm_ 0.25, step, the
+    action error computed under no_grad) and trainer.py's train_iteration (model.train(), the
+    scheduler stepped after each step), decision_transformer/models/decision_transformer.py's
+    DecisionTransformer (Linear embeddings of the return-to-go, the state and the action and an
+    Embedding of the timestep added to each, stacked (R_1, s_1, a_1, R_2, ...) into 3K = 60 tokens,
+    embed_ln, the stacked attention mask; the action predicted by Linear and Tanh from each state's
+    token, the state and the return from each action's) over
+    decision_transformer/models/trajectory_gpt2.py's GPT2Model (transformers' GPT-2 without the
+    position embeddings: Conv1D's addmm, the causal bias buffer of n_ctx 1024 x 1024 per layer
+    sliced and applied by torch.where with masked_bias -1e4, the padding mask (1 - mask) x -1e4
+    added, softmax, attention dropout, the heads merged, use_cache's presents stacked per layer,
+    ReLU MLP of n_inner 4 x 128, pre-LayerNorm residuals, ln_f; initialised as GPT2PreTrainedModel
+    does); experiment.py's defaults: K 20, batch 64, embed_dim 128, n_layer 3, n_head 1, dropout
+    0.1, max_ep_len 1000) on a drawn hopper-like dataset (the data generator: a planar hopper
+    written in numpy (11-dim observations: height, torso pitch, three joint angles and the six
+    velocities; 3 motors with springs and damping, an unstable pitch the thigh motor must hold, a
+    forward drive; frame_skip 4; reward forward velocity + 1 alive bonus - 1e-3 x the control
+    cost; done when unhealthy as hopper's height > 0.7 and |pitch| < 0.2, or at 1000 steps) run by
+    a medium-quality behaviour policy (a PD balance of the pitch with per-episode drawn gains, a
+    drawn forward drive and Ornstein-Uhlenbeck action noise of a drawn scale, so the episodes end
+    at drawn times), 200 trajectories (first run: 177,464 transitions, 83-1,000 steps long; second
+    run: 181,356, 69-1,000). Fixed batch and context (64 x 20 steps, 60 tokens), but not fixed
+    shapes: the actions selected where the mask is 1 by boolean indexing (and the index tensors
+    behind them) number as many rows as get_batch's left padding leaves, which follows the drawn
+    starts near the trajectories' ends (first run: 1,256, 1,265, 1,260, 1,243, 1,280 and 1,280 of
+    1,280 rows; second run: 1,252-1,280); 6 steps (128.00 MiB, 11,796 events). Not shrunk (the
+    gym defaults run as they are); no evaluate_episode_rtg evaluations (run between iterations of
+    10,000 steps)."""
+    torch.manual_seed(0)
+    state_dim, act_dim, max_ep_len, scale, K, batch_size = 11, 3, 1000, 1000., 20, 64
+    embed_dim, n_layer, n_head, activation_function, dropout = 128, 3, 1, "relu", 0.1
+    learning_rate, weight_decay, warmup_steps, n_trajectories = 1e-4, 1e-4, 10000, 200
+    rng = np.random.default_rng(190 + seed)  # the behaviour policy's episodes and get_batch's draws
+
+    def hopper_dataset() -> list[dict[str, np.ndarray]]:
+        """The data generator: n_trajectories episodes of a planar hopper in numpy under a noisy PD policy."""
+        dt, frame_skip, n = 0.002, 4, 50
+        paths: list[dict[str, np.ndarray]] = []
+        while len(paths) < n_trajectories:
+            q = np.zeros((n, 6))  # x, z, pitch, thigh, leg, foot
+            q[:, 1] = 1.25
+            q[:, 1:] += rng.uniform(-5e-3, 5e-3, (n, 5))
+            qd = rng.uniform(-5e-3, 5e-3, (n, 6))
+            kp, kd = rng.uniform(4.0, 7.0, n), rng.uniform(0.6, 1.6, n)
+            drive, sigma = rng.uniform(0.1, 0.8, n), rng.uniform(0.15, 0.6, n)
+            noise = np.zeros((n, 3))
+            alive = np.ones(n, dtype=bool)
+            obs_l, act_l, rew_l, done_l = [], [], [], []
+            for _t in range(max_ep_len):
+                obs = np.concatenate([q[:, 1:], np.clip(qd, -10, 10)], axis=1)
+                noise += -0.15 * noise + sigma[:, None] * 0.55 * rng.standard_normal((n, 3))
+                u = -(kp * q[:, 2] + kd * qd[:, 2])
+                a = np.stack([u, 0.5 * drive - 0.4 * q[:, 4], drive - 0.3 * q[:, 5]], axis=1) + noise
+                a = np.clip(a, -1.0, 1.0)
+                x_before = q[:, 0].copy()
+                for _ in range(frame_skip):
+                    jdd = 60.0 * a - 25.0 * q[:, 3:] - 2.0 * qd[:, 3:]
+                    pdd = 8.0 * q[:, 2] - 3.0 * qd[:, 2] + 2.5 * (a[:, 0] - 0.3 * a[:, 1]) + 0.5 * qd[:, 3]
+                    zdd = 40.0 * (1.25 - 0.2 * q[:, 4] ** 2 - q[:, 1]) - 4.0 * qd[:, 1] + 0.8 * a[:, 1]
+                    xdd = 2.0 * (a[:, 2] * np.cos(q[:, 3]) + 0.3 * a[:, 0]) - 0.8 * qd[:, 0]
+                    qdd = np.concatenate([xdd[:, None], zdd[:, None], pdd[:, None], jdd], axis=1)
+                    qd = qd + dt * qdd
+                    q = q + dt * qd
+                reward = (q[:, 0] - x_before) / (dt * frame_skip) + 1.0 - 1e-3 * np.sum(a ** 2, axis=1)
+                healthy = (q[:, 1] > 0.7) & (np.abs(q[:, 2]) < 0.2) & np.all(np.abs(qd) < 100, axis=1)
+                obs_l.append(obs)
+                act_l.append(a)
+                rew_l.append(reward)
+                done_l.append(~healthy)
+                alive &= healthy
+                if not alive.any():
+                    break
+                q[~alive], qd[~alive] = 0.0, 0.0  # the ended episodes' states, no longer used
+                q[~alive, 1] = 1.25
+            obs_a, act_a, rew_a, done_a = map(np.stack, (obs_l, act_l, rew_l, done_l))
+            for i in range(n):
+                ends = np.flatnonzero(done_a[:, i])
+                length = int(ends[0]) + 1 if len(ends) else len(obs_a)
+                paths.append({"observations": obs_a[:length, i].astype(np.float32),
+                              "actions": act_a[:length, i].astype(np.float32),
+                              "rewards": rew_a[:length, i].astype(np.float32),
+                              "terminals": done_a[:length, i].copy()})
+                if len(paths) == n_trajectories:
+                    break
+        return paths
+
+    def discount_cumsum(x: np.ndarray, gamma: float) -> np.ndarray:  # experiment.py
+        discount_cumsum = np.zeros_like(x)
+        discount_cumsum[-1] = x[-1]
+        for t in reversed(range(x.shape[0] - 1)):
+            discount_cumsum[t] = x[t] + gamma * discount_cumsum[t + 1]
+        return discount_cumsum
+
+    class Conv1D(nn.Module):  # transformers' modeling_utils.py
+        def __init__(self, nf: int, nx: int) -> None:
+            super().__init__()
+            self.nf = nf
+            w = torch.empty(nx, nf)
+            nn.init.normal_(w, std=0.02)
+            self.weight = nn.Parameter(w)
+            self.bias = nn.Parameter(torch.zeros(nf))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            size_out = x.size()[:-1] + (self.nf,)
+            x = torch.addmm(self.bias, x.view(-1, x.size(-1)), self.weight)
+            return x.view(*size_out)
+
+    n_ctx, layer_norm_epsilon, initializer_range = 1024, 1e-5, 0.02
+
+    class Attention(nn.Module):  # trajectory_gpt2.py
+        def __init__(self, nx: int, n_ctx: int, scale: bool = False) -> None:
+            super().__init__()
+            n_state = nx
+            self.register_buffer("bias", torch.tril(torch.ones((n_ctx, n_ctx), dtype=torch.uint8)).view(1, 1, n_ctx, n_ctx))
+            self.register_buffer("masked_bias", torch.tensor(-1e4))
+            self.n_head, self.split_size, self.scale = n_head, n_state, scale
+            self.c_attn = Conv1D(3 * n_state, nx)
+            self.c_proj = Conv1D(n_state, nx)
+            self.attn_dropout = nn.Dropout(dropout)
+            self.resid_dropout = nn.Dropout(dropout)
+
+        def _attn(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+            w = torch.matmul(q, k)
+            if self.scale:
+                w = w / (float(v.size(-1)) ** 0.5)
+            nd, ns = w.size(-2), w.size(-1)
+            mask = cast(torch.Tensor, self.bias)[:, :, ns - nd:ns, :ns]
+            w = torch.where(mask.bool(), w, cast(torch.Tensor, self.masked_bias).to(w.dtype))
+            if attention_mask is not None:
+                w = w + attention_mask
+            w = nn.Softmax(dim=-1)(w)
+            w = self.attn_dropout(w)
+            return torch.matmul(w, v)
+
+        def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
+            x = x.permute(0, 2, 1, 3).contiguous()
+            new_x_shape = x.size()[:-2] + (x.size(-2) * x.size(-1),)
+            return x.view(*new_x_shape)
+
+        def split_heads(self, x: torch.Tensor, k: bool = False) -> torch.Tensor:
+            new_x_shape = x.size()[:-1] + (self.n_head, x.size(-1) // self.n_head)
+            x = x.view(*new_x_shape)
+            return x.permute(0, 2, 3, 1) if k else x.permute(0, 2, 1, 3)
+
+        def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None,
+                    use_cache: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+            query, key, value = self.c_attn(hidden_states).split(self.split_size, dim=2)
+            query = self.split_heads(query)
+            key = self.split_heads(key, k=True)
+            value = self.split_heads(value)
+            present = torch.stack((key.transpose(-2, -1), value)) if use_cache else None
+            a = self._attn(query, key, value, attention_mask)
+            a = self.merge_heads(a)
+            a = self.c_proj(a)
+            return self.resid_dropout(a), present
+
+    class MLP(nn.Module):
+        def __init__(self, n_state: int, nx: int) -> None:
+            super().__init__()
+            self.c_fc = Conv1D(n_state, nx)
+            self.c_proj = Conv1D(nx, n_state)
+            self.act = getattr(nn.functional, activation_function)  # ACT2FN[activation_function]
+            self.dropout = nn.Dropout(dropout)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            h = self.act(self.c_fc(x))
+            return self.dropout(self.c_proj(h))
+
+    class Block(nn.Module):
+        def __init__(self, n_ctx: int, hidden_size: int, n_inner: int) -> None:
+            super().__init__()
+            self.ln_1 = nn.LayerNorm(hidden_size, eps=layer_norm_epsilon)
+            self.attn = Attention(hidden_size, n_ctx, scale=True)
+            self.ln_2 = nn.LayerNorm(hidden_size, eps=layer_norm_epsilon)
+            self.mlp = MLP(n_inner, hidden_size)
+
+        def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None,
+                    use_cache: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+            attn_output, present = self.attn(self.ln_1(hidden_states), attention_mask=attention_mask, use_cache=use_cache)
+            hidden_states = attn_output + hidden_states
+            feed_forward_hidden_states = self.mlp(self.ln_2(hidden_states))
+            return hidden_states + feed_forward_hidden_states, present
+
+    class GPT2Model(nn.Module):  # trajectory_gpt2.py: no wpe, the inputs given as inputs_embeds
+        def __init__(self, n_embd: int, n_layer: int, n_inner: int, use_cache: bool = True) -> None:
+            super().__init__()
+            self.wte = nn.Embedding(1, n_embd)  # vocab_size 1
+            self.drop = nn.Dropout(dropout)  # embd_pdrop
+            self.h = nn.ModuleList([Block(n_ctx, n_embd, n_inner) for _ in range(n_layer)])
+            self.ln_f = nn.LayerNorm(n_embd, eps=layer_norm_epsilon)
+            self.use_cache = use_cache
+            self.apply(self._init_weights)  # init_weights
+
+        @staticmethod
+        def _init_weights(module: nn.Module) -> None:  # GPT2PreTrainedModel._init_weights
+            if isinstance(module, (nn.Linear, nn.Embedding, Conv1D)):
+                module.weight.data.normal_(mean=0.0, std=initializer_range)
+                if isinstance(module, (nn.Linear, Conv1D)) and module.bias is not None:
+                    module.bias.data.zero_()
+            elif isinstance(module, nn.LayerNorm):
+                module.bias.data.zero_()
+                module.weight.data.fill_(1.0)
+
+        def forward(self, inputs_embeds: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+            input_shape = inputs_embeds.size()[:-1]
+            batch_size = inputs_embeds.shape[0]
+            attention_mask = attention_mask.view(batch_size, -1)
+            attention_mask = attention_mask[:, None, None, :]
+            attention_mask = attention_mask.to(dtype=torch.float32)  # self.dtype
+            attention_mask = (1.0 - attention_mask) * -10000.0
+            hidden_states = inputs_embeds  # + position_embeds + token_type_embeds (removed)
+            hidden_states = self.drop(hidden_states)
+            output_shape = input_shape + (hidden_states.size(-1),)
+            presents: tuple[torch.Tensor | None, ...] = ()
+            for block in self.h:
+                hidden_states, present = block(hidden_states, attention_mask=attention_mask, use_cache=self.use_cache)
+                presents = presents + (present,)
+            hidden_states = self.ln_f(hidden_states)
+            return hidden_states.view(*output_shape)
+
+    class DecisionTransformer(nn.Module):  # decision_transformer/models/decision_transformer.py
+        def __init__(self, state_dim: int, act_dim: int, hidden_size: int, max_length: int, max_ep_len: int,
+                     n_layer: int, n_inner: int) -> None:
+            super().__init__()
+            self.state_dim, self.act_dim, self.max_length, self.hidden_size = state_dim, act_dim, max_length, hidden_size
+            self.transformer = GPT2Model(hidden_size, n_layer, n_inner)
+            self.embed_timestep = nn.Embedding(max_ep_len, hidden_size)
+            self.embed_return = nn.Linear(1, hidden_size)
+            self.embed_state = nn.Linear(self.state_dim, hidden_size)
+            self.embed_action = nn.Linear(self.act_dim, hidden_size)
+            self.embed_ln = nn.LayerNorm(hidden_size)
+            self.predict_state = nn.Linear(hidden_size, self.state_dim)
+            self.predict_action = nn.Sequential(nn.Linear(hidden_size, self.act_dim), nn.Tanh())  # action_tanh
+            self.predict_return = nn.Linear(hidden_size, 1)
+
+        def forward(self, states: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor,
+                    returns_to_go: torch.Tensor, timesteps: torch.Tensor,
+                    attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+            batch_size, seq_length = states.shape[0], states.shape[1]
+            state_embeddings = self.embed_state(states)
+            action_embeddings = self.embed_action(actions)
+            returns_embeddings = self.embed_return(returns_to_go)
+            time_embeddings = self.embed_timestep(timesteps)
+            state_embeddings = state_embeddings + time_embeddings
+            action_embeddings = action_embeddings + time_embeddings
+            returns_embeddings = returns_embeddings + time_embeddings
+            stacked_inputs = torch.stack(
+                (returns_embeddings, state_embeddings, action_embeddings), dim=1
+            ).permute(0, 2, 1, 3).reshape(batch_size, 3 * seq_length, self.hidden_size)
+            stacked_inputs = self.embed_ln(stacked_inputs)
+            stacked_attention_mask = torch.stack(
+                (attention_mask, attention_mask, attention_mask), dim=1
+            ).permute(0, 2, 1).reshape(batch_size, 3 * seq_length)
+            x = self.transformer(inputs_embeds=stacked_inputs, attention_mask=stacked_attention_mask)
+            x = x.reshape(batch_size, seq_length, 3, self.hidden_size).permute(0, 2, 1, 3)
+            return_preds = self.predict_return(x[:, 2])
+            state_preds = self.predict_state(x[:, 2])
+            action_preds = self.predict_action(x[:, 1])
+            return state_preds, action_preds, return_preds
+
+    trajectories = hopper_dataset()
+    states_all = np.concatenate([path["observations"] for path in trajectories], axis=0)
+    state_mean, state_std = np.mean(states_all, axis=0), np.std(states_all, axis=0) + 1e-6
+    traj_lens = np.array([len(path["observations"]) for path in trajectories])
+    num_trajectories = len(trajectories)  # pct_traj 1: all of them
+    sorted_inds = np.argsort(traj_lens)
+    p_sample = traj_lens[sorted_inds] / sum(traj_lens[sorted_inds])
+
+    def get_batch(batch_size: int = 256, max_len: int = K) -> tuple[torch.Tensor, ...]:  # experiment.py
+        batch_inds = rng.choice(np.arange(num_trajectories), size=batch_size, replace=True, p=p_sample)
+        s, a, r, d, rtg, timesteps, mask = [], [], [], [], [], [], []
+        for i in range(batch_size):
+            traj = trajectories[int(sorted_inds[batch_inds[i]])]
+            si = int(rng.integers(0, traj["rewards"].shape[0]))  # random.randint(0, len - 1)
+            s.append(traj["observations"][si:si + max_len].reshape(1, -1, state_dim))
+            a.append(traj["actions"][si:si + max_len].reshape(1, -1, act_dim))
+            r.append(traj["rewards"][si:si + max_len].reshape(1, -1, 1))
+            d.append(traj["terminals"][si:si + max_len].reshape(1, -1))
+            timesteps.append(np.arange(si, si + s[-1].shape[1]).reshape(1, -1))
+            timesteps[-1][timesteps[-1] >= max_ep_len] = max_ep_len - 1  # padding cutoff
+            rtg.append(discount_cumsum(traj["rewards"][si:], gamma=1.)[:s[-1].shape[1] + 1].reshape(1, -1, 1))
+            if rtg[-1].shape[1] <= s[-1].shape[1]:
+                rtg[-1] = np.concatenate([rtg[-1], np.zeros((1, 1, 1))], axis=1)
+            tlen = s[-1].shape[1]
+            s[-1] = np.concatenate([np.zeros((1, max_len - tlen, state_dim)), s[-1]], axis=1)
+            s[-1] = (s[-1] - state_mean) / state_std
+            a[-1] = np.concatenate([np.ones((1, max_len - tlen, act_dim)) * -10., a[-1]], axis=1)
+            r[-1] = np.concatenate([np.zeros((1, max_len - tlen, 1)), r[-1]], axis=1)
+            d[-1] = np.concatenate([np.ones((1, max_len - tlen)) * 2, d[-1]], axis=1)
+            rtg[-1] = np.concatenate([np.zeros((1, max_len - tlen, 1)), rtg[-1]], axis=1) / scale
+            timesteps[-1] = np.concatenate([np.zeros((1, max_len - tlen)), timesteps[-1]], axis=1)
+            mask.append(np.concatenate([np.zeros((1, max_len - tlen)), np.ones((1, tlen))], axis=1))
+        return (torch.from_numpy(np.concatenate(s, axis=0)).to(dtype=torch.float32),
+                torch.from_numpy(np.concatenate(a, axis=0)).to(dtype=torch.float32),
+                torch.from_numpy(np.concatenate(r, axis=0)).to(dtype=torch.float32),
+                torch.from_numpy(np.concatenate(d, axis=0)).to(dtype=torch.long),
+                torch.from_numpy(np.concatenate(rtg, axis=0)).to(dtype=torch.float32),
+                torch.from_numpy(np.concatenate(timesteps, axis=0)).to(dtype=torch.long),
+                torch.from_numpy(np.concatenate(mask, axis=0)))
+
+    model = DecisionTransformer(state_dim=state_dim, act_dim=act_dim, max_length=K, max_ep_len=max_ep_len,
+                                hidden_size=embed_dim, n_layer=n_layer, n_inner=4 * embed_dim)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda steps: min((steps + 1) / warmup_steps, 1))
+    loss_fn = lambda s_hat, a_hat, r_hat, s, a, r: torch.mean((a_hat - a) ** 2)
+    model.train()  # Trainer.train_iteration
+    total = 0.0
+    for _ in range(steps):
+        states, actions, rewards, dones, rtg, timesteps, attention_mask = get_batch(batch_size)  # SequenceTrainer.train_step
+        action_target = torch.clone(actions)
+        state_preds, action_preds, reward_preds = model.forward(states, actions, rewards, rtg[:, :-1], timesteps,
+                                                                attention_mask=attention_mask)
+        act_dim_ = action_preds.shape[2]
+        action_preds = action_preds.reshape(-1, act_dim_)[attention_mask.reshape(-1) > 0]
+        action_target = action_target.reshape(-1, act_dim_)[attention_mask.reshape(-1) > 0]
+        loss = loss_fn(None, action_preds, None, None, action_target, None)
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), .25)
+        optimizer.step()
+        with torch.no_grad():
+            torch.mean((action_preds - action_target) ** 2).detach().cpu().item()  # diagnostics' action_error
+        total += loss.detach().cpu().item()
+        scheduler.step()
+        del states, actions, rewards, dones, rtg, timesteps, attention_mask, state_preds, action_preds, reward_preds, loss
+    return total
+
+
 WORKLOADS: dict[str, Workload] = {
     "mlp-train": mlp_train,
     "cnn-train": cnn_train,
@@ -20189,6 +21201,18 @@ HELDOUT: dict[str, Workload] = {
     "demucs-separate-train": demucs_separate_train,
     "alphazero-selfplay-train": alphazero_selfplay_train,
     "colbert-retrieval-train": colbert_retrieval_train,
+    # the thirty-second set (part a), captured after the thirty-first was measured and committed (in thirtysecond/)
+    # before it is measured, to check a later change: a BiDAF reader whose char-CNN, highway and BiLSTMs run packed at
+    # the longest drawn context of each bucketed batch, with an attention flow layer that builds the similarity matrix
+    # one question word at a time before context-to-query and query-to-context attention and an EMA clone of every
+    # parameter each step; a Performer language model whose FAVOR+ features are redrawn from QR-orthogonalised Gaussian
+    # blocks once a step and whose causal linear attention runs as prefix sums over 128 chunks, each keeping its
+    # running sums of key-value outer products for the backward; a Decision Transformer over interleaved return-to-go,
+    # state and action tokens of 64 drawn 20-step windows of a numpy hopper's trajectories, a GPT-2 with use_cache's
+    # presents and an MSE over the actions its left padding's mask selects
+    "bidaf-qa-train": bidaf_qa_train,
+    "performer-lm-train": performer_lm_train,
+    "decision-transformer-train": decision_transformer_train,
 }
 
 
