@@ -20718,7 +20718,10 @@ def decision_transformer_train(*, steps: int, seed: int) -> float:
                                 hidden_size=embed_dim, n_layer=n_layer, n_inner=4 * embed_dim)
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda steps: min((steps + 1) / warmup_steps, 1))
-    loss_fn = lambda s_hat, a_hat, r_hat, s, a, r: torch.mean((a_hat - a) ** 2)
+
+    def loss_fn(s_hat, a_hat, r_hat, s, a, r):  # the reference's lambda
+        return torch.mean((a_hat - a) ** 2)
+
     model.train()  # Trainer.train_iteration
     total = 0.0
     for _ in range(steps):
