@@ -402,8 +402,8 @@ def test_steps_packed_around_the_online_blocks_are_the_reference(name, rounds, m
 
 @pytest.mark.parametrize("name", ["gru-lm-train", "moco-train"])
 def test_run_plans_packed_around_their_step_are_the_reference(name, monkeypatch):
-    """A plan from an earlier run: its prologue packed around the step (pack_around), and
-    with no step to fit around, the static packer's own (pack)."""
+    """A plan from an earlier run: its prologue packed around the step (pack_around; with
+    no step, around the buffers it never frees)."""
     events = memtune.load_trace(HELDOUT / f"{name}.jsonl.gz", lenient=True).devices[0].events
     seen = _captured(monkeypatch, name, "pack_around",
                      lambda: runplan.make_run_plan(events, rounds=0, time_budget=0.0))
