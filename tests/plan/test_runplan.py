@@ -20,7 +20,7 @@ from memtune.devices.simulated import SimulatedDevice
 from memtune.errors import ConfigError, PlanFileError
 from memtune.trace import packing, runplan
 from memtune.trace.model import Action, BlockState, Event, SegmentState
-from memtune.trace.plan import PlanAllocator, PlanSpec, lifetimes
+from memtune.trace.plan import ALLOC, PlanAllocator, PlanSpec, lifetimes
 from memtune.trace.replay import replay_device
 
 from .test_plan import KiB, lazy_optimizer_training, live_overlaps, step_events, with_measured_misses
@@ -724,3 +724,27 @@ def test_a_plan_of_a_real_mid_run_snapshot_serves_that_run_within_2_percent(shar
     assert 0 < plan.lower_bound <= dt.peak_requested_bytes()  # (what follows the last step is not planned)
     r = replay_device(tr, dt, "memtune-plan", settings={"plan_file": str(plan.save(tmp_path / "p.json"))})
     assert r.peak_reserved_bytes <= 1.02 * dt.peak_requested_bytes(), r.peak_reserved_bytes / dt.peak_requested_bytes()
+
+
+def test_a_plan_of_a_run_with_no_step_keeps_its_lasting_buffers_at_the_bottom():
+    """A recording with no repeating step (its shapes follow the data): the buffers it never
+    frees go at the bottom of the arena, in the order they come, as with a step, so a later
+    run that leaves the plan in its first batch keeps only them, packed. (This small case is
+    packed the same way without f958f30; the held-out later runs in
+    test_a_plan_from_a_run_with_other_shapes_costs_little are the ones it moved.)"""
+    evs, addr, lasting = [], 1, []
+    for i, size in enumerate((300 * KiB, 70 * KiB, 500 * KiB, 20 * KiB, 900 * KiB)):
+        evs.append(Event(Action.ALLOC, addr, size))  # a weight, never freed
+        lasting.append(size)
+        tmp = addr + 1
+        evs += [Event(Action.ALLOC, tmp, (i + 2) * 64 * KiB), Event(Action.FREE, tmp)]  # a temporary of its own size
+        addr += 2
+    plan = runplan.make_run_plan(evs, time_budget=0.5, rounds=5)
+    assert plan.step is None
+    allocs = [q for q, k in enumerate(plan.keys) if k[0] == ALLOC]
+    weights = allocs[0::2]
+    want, off = [], 0
+    for size in lasting:
+        want.append(off)
+        off += -(-size // plan.alignment) * plan.alignment
+    assert [plan.offsets[q] for q in weights] == want
