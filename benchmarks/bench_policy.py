@@ -21,6 +21,7 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -114,6 +115,21 @@ MIN_SECONDS = 0.3
 PACK_SECONDS = 5.0
 
 
+def _each(fn: Callable, items: list, jobs: int) -> Iterator:
+    """``fn`` of each item, in order, over ``jobs`` processes (forked: they share what this
+    one has loaded). Each call replays its policies side by side in one process, so a
+    speed ratio never compares replays made under another process's load pattern."""
+    if jobs <= 1 or len(items) <= 1:
+        yield from map(fn, items)
+        return
+    import concurrent.futures
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+        yield from pool.map(fn, items)
+
+
 def measure(path: Path, pols: list[str], repeats: int = REPEATS) -> list[Row]:
     import memtune
     from memtune.trace.replay import ReplayResult, replay_device
@@ -172,33 +188,49 @@ TRADEOFF_GRID = {"slack": ("0.02", "0.03", "0.04"), "growth_max": ("20MiB", "64M
 TRADEOFF_TARGETS = ("<= every preset", "<= 1.05 x bound", "<= pytorch-cuda memory", "<= 2x calls")
 
 
-def tradeoff(paths: list[Path], rows: list[Row]) -> list[dict]:
-    """Replay ``memtune`` under every setting of TRADEOFF_GRID on every stream of
-    ``rows`` and judge it against the presets' numbers already in ``rows``."""
+def _tradeoff_combos() -> list[dict[str, str]]:
     import itertools
 
+    return [dict(zip(TRADEOFF_GRID, vals)) for vals in itertools.product(*TRADEOFF_GRID.values())]
+
+
+def _tradeoff_one(path: Path, by_key: dict[tuple[str, int], Row]) -> list[list[tuple[tuple[str, int], str]]]:
+    """The targets ``memtune`` misses on each stream of ``path`` under each setting of the
+    grid: per setting, ((trace, device), target) pairs."""
     import memtune
     from memtune.trace.replay import replay_device
 
+    combos = _tradeoff_combos()
+    misses: list[list[tuple[tuple[str, int], str]]] = [[] for _ in combos]
+    trace = memtune.load_trace(path)
+    for dt in trace.devices:
+        row = by_key.get((path.name, dt.device))
+        if row is None:
+            continue
+        dt = dataclasses.replace(dt, settings={})
+        for k, combo in enumerate(combos):
+            r = replay_device(trace, dt, "memtune", settings=combo)
+            probe = Row(row.trace, row.device, row.lower_bound, row.events)
+            probe.results = dict(row.results)
+            probe.results["memtune"] = {
+                "peak_reserved": r.peak_reserved_bytes, "ratio": r.peak_reserved_bytes / row.lower_bound,
+                "calls": r.device_allocs + r.device_frees, "seconds": 0.0, "ooms": len(r.ooms)}
+            v = verdicts(probe)
+            misses[k].extend(((row.trace, row.device), t) for t in TRADEOFF_TARGETS if v[t] == "**no**")
+    return misses
+
+
+def tradeoff(paths: list[Path], rows: list[Row], jobs: int = 1) -> list[dict]:
+    """Replay ``memtune`` under every setting of TRADEOFF_GRID on every stream of
+    ``rows`` and judge it against the presets' numbers already in ``rows``."""
+    import functools
+
     by_key = {(r.trace, r.device): r for r in rows}
-    combos = [dict(zip(TRADEOFF_GRID, vals)) for vals in itertools.product(*TRADEOFF_GRID.values())]
+    combos = _tradeoff_combos()
     misses: list[list[tuple[Row, str]]] = [[] for _ in combos]
-    for path in paths:
-        trace = memtune.load_trace(path)
-        for dt in trace.devices:
-            row = by_key.get((path.name, dt.device))
-            if row is None:
-                continue
-            dt = dataclasses.replace(dt, settings={})
-            for k, combo in enumerate(combos):
-                r = replay_device(trace, dt, "memtune", settings=combo)
-                probe = Row(row.trace, row.device, row.lower_bound, row.events)
-                probe.results = dict(row.results)
-                probe.results["memtune"] = {
-                    "peak_reserved": r.peak_reserved_bytes, "ratio": r.peak_reserved_bytes / row.lower_bound,
-                    "calls": r.device_allocs + r.device_frees, "seconds": 0.0, "ooms": len(r.ooms)}
-                v = verdicts(probe)
-                misses[k].extend((row, t) for t in TRADEOFF_TARGETS if v[t] == "**no**")
+    for per_combo in _each(functools.partial(_tradeoff_one, by_key=by_key), list(paths), jobs):
+        for k, got in enumerate(per_combo):
+            misses[k].extend((by_key[key], t) for key, t in got)
     return [{"settings": c, "misses": m} for c, m in zip(combos, misses)]
 
 
@@ -258,86 +290,97 @@ def verdicts(row: Row) -> dict[str, str]:
     return out
 
 
-def later_runs(quick: bool, tmp: Path) -> list[dict]:
+def later_runs(quick: bool, tmp: Path, jobs: int = 1) -> list[dict]:
     """Plan each first run (``memtune plan TRACE --save``) and replay its second run with
     that plan, beside plan mode learning online, memtune and pytorch-cuda."""
+    import functools
+
+    runs = [pair for pair in LATER_RUNS if not quick or pair[0].name in QUICK_HELDOUT]
+    out: list[dict] = []
+    for row, plan_seconds in _each(functools.partial(_later_one, tmp=tmp), runs, jobs):
+        out.append(row)
+        res = row["results"]
+        print(f"later run {row['trace']}: plan {row['plan_ratio']:.4f} ({plan_seconds:.1f} s), "
+              + "  ".join(f"{k}={v['ratio']:.3f}/{v['calls']}" for k, v in res.items()), flush=True)
+    return out
+
+
+def _later_one(pair: tuple[Path, Path], tmp: Path) -> tuple[dict, float]:
+    """One row of :func:`later_runs` and the seconds its plan took to make."""
     import memtune
     from memtune.trace import runplan
     from memtune.trace.model import Action
     from memtune.trace.plan import PlanAllocator
     from memtune.trace.replay import replay_device
 
+    later_path, first = pair
+    t = time.perf_counter()
+    plan = runplan.make_run_plan(memtune.load_trace(first).devices[0].events, time_budget=PACK_SECONDS,
+                                 rounds=_BY_LATER_RUN[later_path].plan_rounds)
+    plan_seconds = time.perf_counter() - t
+    path = plan.save(tmp / f"{later_path.name}.plan.json")
+    later = memtune.load_trace(later_path)
+    dt = dataclasses.replace(later.devices[0], settings={})
+    row = {"trace": later_path.name, "lower_bound": dt.peak_requested_bytes(), "plan_ratio": plan.ratio,
+           "step": plan.step is not None, "results": {}}
+    for key, pol, settings in (("pytorch-cuda", "pytorch-cuda", None), ("memtune", "memtune", None),
+                               ("learned", "memtune-plan", None),
+                               ("planned", "memtune-plan", {"plan_file": str(path)})):
+        best = None
+        for _ in range(REPEATS):
+            r = replay_device(later, dt, pol, settings=settings)
+            if best is None or r.seconds < best.seconds:
+                best = r
+        row["results"][key] = {"ratio": best.peak_reserved_bytes / row["lower_bound"],
+                               "calls": best.device_allocs + best.device_frees, "seconds": best.seconds}
+    # how many allocations the plan served: drive the allocator once more, by hand
+    a: PlanAllocator = memtune.allocator("memtune-plan", plan_file=str(path))
+    addr: dict[int, int] = {}
+    for ev in dt.events:
+        if ev.action is Action.ALLOC:
+            addr[ev.address] = a.malloc(ev.size, ev.stream)
+        elif ev.action is Action.FREE and ev.address in addr:
+            a.free(addr.pop(ev.address))
+    row["planned_allocs"] = a.planned_allocs
+    row["allocs"] = sum(1 for e in dt.events if e.action is Action.ALLOC)
+    a.close()
+    return row, plan_seconds
+
+
+def long_runs(quick: bool, jobs: int = 1) -> list[dict]:
+    """Each fixed-shape held-out run as recorded and with its step played LONG_RUN_STEPS
+    more times: what memory and device calls do over a longer run."""
+    names = [n for n in LONG_RUNS if not quick or f"{n}.jsonl.gz" in QUICK_HELDOUT]
     out: list[dict] = []
-    for later_path, first in LATER_RUNS:
-        if quick and later_path.name not in QUICK_HELDOUT:
-            continue
-        t = time.perf_counter()
-        plan = runplan.make_run_plan(memtune.load_trace(first).devices[0].events, time_budget=PACK_SECONDS,
-                                     rounds=_BY_LATER_RUN[later_path].plan_rounds)
-        plan_seconds = time.perf_counter() - t
-        path = plan.save(tmp / f"{later_path.name}.plan.json")
-        later = memtune.load_trace(later_path)
-        dt = dataclasses.replace(later.devices[0], settings={})
-        row = {"trace": later_path.name, "lower_bound": dt.peak_requested_bytes(), "plan_ratio": plan.ratio,
-               "step": plan.step is not None, "results": {}}
-        for key, pol, settings in (("pytorch-cuda", "pytorch-cuda", None), ("memtune", "memtune", None),
-                                   ("learned", "memtune-plan", None),
-                                   ("planned", "memtune-plan", {"plan_file": str(path)})):
-            best = None
-            for _ in range(REPEATS):
-                r = replay_device(later, dt, pol, settings=settings)
-                if best is None or r.seconds < best.seconds:
-                    best = r
-            row["results"][key] = {"ratio": best.peak_reserved_bytes / row["lower_bound"],
-                                   "calls": best.device_allocs + best.device_frees, "seconds": best.seconds}
-        # how many allocations the plan served: drive the allocator once more, by hand
-        a: PlanAllocator = memtune.allocator("memtune-plan", plan_file=str(path))
-        addr: dict[int, int] = {}
-        for ev in dt.events:
-            if ev.action is Action.ALLOC:
-                addr[ev.address] = a.malloc(ev.size, ev.stream)
-            elif ev.action is Action.FREE and ev.address in addr:
-                a.free(addr.pop(ev.address))
-        row["planned_allocs"] = a.planned_allocs
-        row["allocs"] = sum(1 for e in dt.events if e.action is Action.ALLOC)
-        a.close()
+    for row in _each(_long_one, names, jobs):
         out.append(row)
-        res = row["results"]
-        print(f"later run {later_path.name}: plan {plan.ratio:.4f} ({plan_seconds:.1f} s), "
-              + "  ".join(f"{k}={v['ratio']:.3f}/{v['calls']}" for k, v in res.items()), flush=True)
+        print(f"long run {row['trace']}: "
+              + "  ".join(f"{p}/{k}={v[0]:.3f}/{v[1]}" for (p, k), v in row["results"].items()), flush=True)
     return out
 
 
-def long_runs(quick: bool) -> list[dict]:
-    """Each fixed-shape held-out run as recorded and with its step played LONG_RUN_STEPS
-    more times: what memory and device calls do over a longer run."""
+def _long_one(name: str) -> dict:
+    """One row of :func:`long_runs`."""
     import memtune
     from memtune.errors import MemtuneError
     from memtune.trace.extend import repeat_step
     from memtune.trace.replay import replay_device
 
-    out: list[dict] = []
-    for name in LONG_RUNS:
-        if quick and f"{name}.jsonl.gz" not in QUICK_HELDOUT:
-            continue
-        path = HELDOUT_RUNS[name].path
-        tr = memtune.load_trace(path)
-        dt = dataclasses.replace(tr.devices[0], settings={})
-        row = {"trace": path.name, "lower_bound": dt.peak_requested_bytes(), "results": {}, "refused": None}
-        try:
-            longer = repeat_step(dt, LONG_RUN_STEPS)
-        except MemtuneError as e:  # a step that cannot be repeated: the table says why
-            longer, row["refused"] = None, str(e)
-        for pol in ("pytorch-cuda", "memtune", "memtune-plan"):
-            for key, stream in (("recorded", dt), ("longer", longer)):
-                if stream is None:
-                    continue
-                r = replay_device(tr, stream, pol)
-                row["results"][pol, key] = (r.peak_reserved_bytes / row["lower_bound"], r.device_allocs + r.device_frees)
-        out.append(row)
-        print(f"long run {path.name}: " + "  ".join(f"{p}/{k}={v[0]:.3f}/{v[1]}" for (p, k), v in row["results"].items()),
-              flush=True)
-    return out
+    path = HELDOUT_RUNS[name].path
+    tr = memtune.load_trace(path)
+    dt = dataclasses.replace(tr.devices[0], settings={})
+    row = {"trace": path.name, "lower_bound": dt.peak_requested_bytes(), "results": {}, "refused": None}
+    try:
+        longer = repeat_step(dt, LONG_RUN_STEPS)
+    except MemtuneError as e:  # a step that cannot be repeated: the table says why
+        longer, row["refused"] = None, str(e)
+    for pol in ("pytorch-cuda", "memtune", "memtune-plan"):
+        for key, stream in (("recorded", dt), ("longer", longer)):
+            if stream is None:
+                continue
+            r = replay_device(tr, stream, pol)
+            row["results"][pol, key] = (r.peak_reserved_bytes / row["lower_bound"], r.device_allocs + r.device_frees)
+    return row
 
 
 def long_table(rows: list[dict]) -> list[str]:
@@ -562,7 +605,7 @@ def verdict_table(rows: list[Row]) -> list[str]:
     return lines
 
 
-def main(quick: bool) -> None:
+def main(quick: bool, jobs: int = 1) -> None:
     if not TRACES.is_dir():
         print(f"no shared traces at {TRACES}; nothing to benchmark", file=sys.stderr)
         return
@@ -571,34 +614,32 @@ def main(quick: bool) -> None:
         files = [p for p in files if p.name in QUICK]
     pols = policies()
     start = time.perf_counter()
+    import functools
+
+    measure_all = functools.partial(measure, pols=pols)
     rows: list[Row] = []
-    for path in files:
-        t = time.perf_counter()
-        got = measure(path, pols)
+    for got in _each(measure_all, files, jobs):
         rows.extend(got)
         for row in got:
             summary = "  ".join(f"{p}={fmt_ratio(r['ratio'])}/{r['calls']}" for p, r in row.results.items())
             print(f"{row.trace} dev {row.device} (LB {row.lower_bound}): {summary}", flush=True)
-        print(f"  ({time.perf_counter() - t:.1f} s)", flush=True)
     heldout: list[Row] = []
-    for path in HELDOUT_PATHS:
-        if quick and path.name not in QUICK_HELDOUT:
-            continue
-        got = measure(path, pols)
+    held_paths = [p for p in HELDOUT_PATHS if not quick or p.name in QUICK_HELDOUT]
+    for got in _each(measure_all, held_paths, jobs):
         heldout.extend(got)
         for row in got:
             summary = "  ".join(f"{p}={fmt_ratio(r['ratio'])}/{r['calls']}" for p, r in row.results.items())
             print(f"held-out {row.trace} (LB {row.lower_bound}): {summary}", flush=True)
     t = time.perf_counter()
-    trade = tradeoff(files + list(HELDOUT_PATHS), rows + heldout)
+    trade = tradeoff(files + list(HELDOUT_PATHS), rows + heldout, jobs)
     print(f"settings trade-off: {len(trade)} settings ({time.perf_counter() - t:.1f} s)", flush=True)
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
-        later = later_runs(quick, Path(tmp))
-    long = long_runs(quick)
+        later = later_runs(quick, Path(tmp), jobs)
+    long = long_runs(quick, jobs)
     seconds = time.perf_counter() - start
-    command = "python benchmarks/run.py policy"
+    command = "python benchmarks/run.py policy" + (f" --jobs {jobs}" if jobs > 1 else "")
     text = render(rows, pols, command, seconds, heldout, trade, later, long)
     if quick:
         print(text)
