@@ -22059,7 +22059,8 @@ HELDOUT: dict[str, Workload] = {
     "alphazero-selfplay-train": alphazero_selfplay_train,
     "colbert-retrieval-train": colbert_retrieval_train,
     # the thirty-second set (part a), captured after the thirty-first was measured and committed (in thirtysecond/)
-    # before it is measured, to check a later change: a BiDAF reader whose char-CNN, highway and BiLSTMs run packed at
+    # before it was measured, and measured once with the code of 0ff29b2,
+    # to check a later change: a BiDAF reader whose char-CNN, highway and BiLSTMs run packed at
     # the longest drawn context of each bucketed batch, with an attention flow layer that builds the similarity matrix
     # one question word at a time before context-to-query and query-to-context attention and an EMA clone of every
     # parameter each step; a Performer language model whose FAVOR+ features are redrawn from QR-orthogonalised Gaussian
@@ -22071,7 +22072,8 @@ HELDOUT: dict[str, Workload] = {
     "performer-lm-train": performer_lm_train,
     "decision-transformer-train": decision_transformer_train,
     # the thirty-second set (part b), captured after the thirty-first was measured and committed (in
-    # thirtysecond/) before it is measured, to check a later change: an RWKV-4 language model whose WKV
+    # thirtysecond/) before it was measured, and measured once with the code of 0ff29b2,
+    # to check a later change: an RWKV-4 language model whose WKV
     # recurrence runs token by token in PyTorch with a running maximum for stability, every token's
     # small tensors in each layer kept for one backward; DeepSpeech2, whose masked convolutions over
     # log spectrograms and bidirectional LSTMs over packed sequences run at the length of each batch's
