@@ -21599,6 +21599,949 @@ def score_sde_adaptive_sample(*, steps: int, seed: int) -> float:
     ema.restore(list(model.parameters()))
     return total
 
+@_workload(default_steps=6)
+def mamba_lm_train(*, steps: int, seed: int) -> float:
+    """Mamba language model (Gu & Dao 2023, as state-spaces/mamba (e9594ce):
+    mamba_ssm/models/mixer_seq_simple.py's MambaLMHeadModel and MixerModel with MambaConfig's defaults
+    (rms_norm, residual_in_fp32 and fused_add_norm on, d_intermediate 0 so no MLP, tie_embeddings,
+    pad_vocab_size_multiple 8): the embedding, n_layer Blocks (mamba_ssm/modules/block.py: Add -> RMSNorm
+    -> mixer, returning the mixer's output and the residual), the final Add -> RMSNorm and the tied
+    lm_head; _init_weights applied by both (Linear biases zeroed but dt_proj's, the embedding normal 0.02,
+    out_proj's weight kaiming_uniform_ divided by sqrt(n_layer)); mamba_ssm/modules/mamba_simple.py's
+    Mamba (d_state 16, d_conv 4, expand 2, dt_rank ceil(d_model / 16), no Linear bias, conv bias):
+    in_proj's weight times the rearranged hidden states, x and z chunked, the depthwise causal Conv1d
+    (padding d_conv - 1, cut to the sequence) and SiLU, x_proj to dt, B and C split, dt_proj's weight
+    times dt, B and C made contiguous, A = -exp(A_log) with the S4D-real init, D ones, dt_proj's random
+    init and inverse-softplus bias of a drawn dt in [1e-3, 1e-1], out_proj; the path taken without the
+    CUDA kernels (causal_conv1d_fn None, so no mamba_inner_fn): selective_scan_fn's reference
+    mamba_ssm/ops/selective_scan_interface.py's selective_scan_ref in plain PyTorch (delta plus the bias,
+    softplus; deltaA = exp(einsum('bdl,dn->bdln')) and deltaB_u = einsum('bdl,bnl,bdl->bdln') built whole,
+    batch x d_inner x length x d_state each; then a Python loop over the length, x = deltaA[:, :, i] x +
+    deltaB_u[:, :, i] and y = einsum('bdn,bn->bd') with C[:, :, i], the ys stacked, plus u D, times
+    silu(z)), autograd through all of it; fused_add_norm's Add -> RMSNorm written as
+    mamba_ssm/ops/triton/layer_norm.py's rms_norm_ref (x + residual, x times 1 / sqrt(mean(x^2) + eps)
+    times the weight, prenorm returning the sum)) under the paper's GPT-3-style training recipe (AdamW
+    with betas 0.9 and 0.95, weight decay 0.1 on the matrices but not on A_log and D (marked
+    _no_weight_decay) nor on biases and norm weights, peak lr 3e-3 (5 x GPT-3's for the 125M size), linear
+    warmup then cosine decay to 1e-5, gradient clipping at 1.0) and next-token cross-entropy, in fp32. The
+    data generator: a token stream of 200,000 tokens over a vocabulary of 4,096 (id 0 the end of a
+    document): documents of log-normal length around 300 tokens, each of one of 16 drawn topics (a topic a
+    drawn permutation of the vocabulary under one Zipf law), one token in five from the shared unigram;
+    batches of 4 windows of 129 tokens at drawn offsets, split into inputs and next-token labels. Fixed
+    shapes: every step allocates the same sizes in the same order; 6 steps (165.76 MiB, 74,154 events).
+    Shrunk: d_model 128, 4 layers, a vocabulary of 4,096, sequence 128 and batch 4 for the 130M model's
+    768, 24, 50,277 (padded to 50,280), 2,048 and the paper's 0.5M-token batches (selective_scan_ref keeps
+    deltaA and deltaB_u of batch x 256 x length x 16 floats and one batch x 256 x 16 state per position
+    for the backward, 8 MiB, 8 MiB and 8 MiB a layer here, and each position's slices cost a full-size
+    zero gradient in the backward, about 3,000 events a layer a step); 6 steps of a 1,000-step schedule
+    whose warmup is 10 steps."""
+    torch.manual_seed(0)
+    vocab_size, d_model, n_layer, d_state, d_conv, expand = 4096, 128, 4, 16, 4, 2
+    pad_vocab_size_multiple, norm_epsilon, initializer_range = 8, 1e-5, 0.02
+    batch_size, seq_len, corpus_len, n_topics = 4, 128, 200000, 16
+    lr, betas, weight_decay, grad_clip, warmup, total_steps, min_lr = 3e-3, (0.9, 0.95), 0.1, 1.0, 10, 1000, 1e-5
+    rng = np.random.default_rng(194 + seed)  # the corpus and the windows
+
+    class Mamba(nn.Module):  # mamba_ssm/modules/mamba_simple.py
+        def __init__(self, d_model: int, layer_idx: int, dt_min: float = 0.001, dt_max: float = 0.1,
+                     dt_scale: float = 1.0, dt_init_floor: float = 1e-4) -> None:
+            super().__init__()
+            self.d_model, self.d_state, self.d_conv, self.expand = d_model, d_state, d_conv, expand
+            self.d_inner = int(self.expand * self.d_model)
+            self.dt_rank = math.ceil(self.d_model / 16)
+            self.layer_idx = layer_idx
+            self.in_proj = nn.Linear(self.d_model, self.d_inner * 2, bias=False)
+            self.conv1d = nn.Conv1d(self.d_inner, self.d_inner, bias=True, kernel_size=d_conv, groups=self.d_inner,
+                                    padding=d_conv - 1)
+            self.act = nn.SiLU()
+            self.x_proj = nn.Linear(self.d_inner, self.dt_rank + self.d_state * 2, bias=False)
+            self.dt_proj = nn.Linear(self.dt_rank, self.d_inner, bias=True)
+            dt_init_std = self.dt_rank ** -0.5 * dt_scale  # dt_init "random"
+            nn.init.uniform_(self.dt_proj.weight, -dt_init_std, dt_init_std)
+            dt = torch.exp(torch.rand(self.d_inner) * (math.log(dt_max) - math.log(dt_min))
+                           + math.log(dt_min)).clamp(min=dt_init_floor)
+            inv_dt = dt + torch.log(-torch.expm1(-dt))  # the inverse of softplus
+            with torch.no_grad():
+                self.dt_proj.bias.copy_(inv_dt)
+            self.dt_proj.bias._no_reinit = True  # type: ignore[attr-defined]
+            A = torch.arange(1, self.d_state + 1, dtype=torch.float32).expand(self.d_inner, -1).contiguous()  # S4D real
+            self.A_log = nn.Parameter(torch.log(A))
+            self.A_log._no_weight_decay = True  # type: ignore[attr-defined]
+            self.D = nn.Parameter(torch.ones(self.d_inner))
+            self.D._no_weight_decay = True  # type: ignore[attr-defined]
+            self.out_proj = nn.Linear(self.d_inner, self.d_model, bias=False)
+
+        def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+            batch, seqlen, dim = hidden_states.shape
+            # rearrange(W @ rearrange(h, "b l d -> d (b l)"), "d (b l) -> b d l")
+            xz = self.in_proj.weight @ hidden_states.permute(2, 0, 1).reshape(dim, batch * seqlen)
+            xz = xz.reshape(xz.shape[0], batch, seqlen).permute(1, 0, 2)
+            A = -torch.exp(self.A_log.float())
+            x, z = xz.chunk(2, dim=1)
+            x = self.act(self.conv1d(x)[..., :seqlen])  # causal_conv1d_fn is None
+            x_dbl = self.x_proj(x.permute(0, 2, 1).reshape(batch * seqlen, self.d_inner))  # "b d l -> (b l) d"
+            dt, B, C = torch.split(x_dbl, [self.dt_rank, self.d_state, self.d_state], dim=-1)
+            dt = self.dt_proj.weight @ dt.t()
+            dt = dt.reshape(self.d_inner, batch, seqlen).permute(1, 0, 2)  # "d (b l) -> b d l"
+            B = B.reshape(batch, seqlen, self.d_state).permute(0, 2, 1).contiguous()  # "(b l) dstate -> b dstate l"
+            C = C.reshape(batch, seqlen, self.d_state).permute(0, 2, 1).contiguous()
+            y = selective_scan_ref(x, dt, A, B, C, self.D.float(), z=z, delta_bias=self.dt_proj.bias.float(),
+                                   delta_softplus=True)
+            return self.out_proj(y.permute(0, 2, 1))  # "b d l -> b l d"
+
+    def selective_scan_ref(u: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: torch.Tensor, C: torch.Tensor,
+                           D: torch.Tensor, z: torch.Tensor, delta_bias: torch.Tensor,
+                           delta_softplus: bool) -> torch.Tensor:  # selective_scan_interface.py; real A, B (b n l)
+        dtype_in = u.dtype
+        u = u.float()
+        delta = delta.float()
+        delta = delta + delta_bias[..., None].float()
+        if delta_softplus:
+            delta = nn.functional.softplus(delta)
+        batch, dim, dstate = u.shape[0], A.shape[0], A.shape[1]
+        B = B.float()
+        C = C.float()
+        x = A.new_zeros((batch, dim, dstate))
+        ys = []
+        deltaA = torch.exp(torch.einsum("bdl,dn->bdln", delta, A))
+        deltaB_u = torch.einsum("bdl,bnl,bdl->bdln", delta, B, u)
+        for i in range(u.shape[2]):
+            x = deltaA[:, :, i] * x + deltaB_u[:, :, i]
+            y = torch.einsum("bdn,bn->bd", x, C[:, :, i])
+            ys.append(y)
+        y = torch.stack(ys, dim=2)  # (batch dim L)
+        out = y + u * D[:, None]
+        out = out * nn.functional.silu(z)
+        return out.to(dtype=dtype_in)
+
+    def rms_norm_ref(x: torch.Tensor, weight: torch.Tensor, residual: torch.Tensor | None,
+                     eps: float) -> tuple[torch.Tensor, torch.Tensor]:  # ops/triton/layer_norm.py, prenorm=True
+        dtype = x.dtype
+        if residual is not None:
+            x = (x + residual).to(x.dtype)
+        rstd = 1 / torch.sqrt((x.square()).mean(dim=-1, keepdim=True) + eps)
+        out = (x * rstd * weight).to(dtype)
+        return out, x
+
+    class RMSNorm(nn.Module):
+        def __init__(self, hidden_size: int, eps: float) -> None:
+            super().__init__()
+            self.eps = eps
+            self.weight = nn.Parameter(torch.ones(hidden_size))
+
+    class Block(nn.Module):  # mamba_ssm/modules/block.py with fused_add_norm and residual_in_fp32
+        def __init__(self, dim: int, layer_idx: int) -> None:
+            super().__init__()
+            self.norm = RMSNorm(dim, eps=norm_epsilon)
+            self.mixer = Mamba(dim, layer_idx=layer_idx)
+
+        def forward(self, hidden_states: torch.Tensor,
+                    residual: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+            hidden_states, residual = rms_norm_ref(hidden_states, self.norm.weight, residual, self.norm.eps)
+            residual = residual.to(torch.float32)
+            return self.mixer(hidden_states), residual
+
+    def _init_weights(module: nn.Module, n_layer: int, n_residuals_per_layer: int = 1) -> None:  # mixer_seq_simple.py
+        if isinstance(module, nn.Linear):
+            if module.bias is not None and not getattr(module.bias, "_no_reinit", False):
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, std=initializer_range)
+        for name, p in module.named_parameters():  # rescale_prenorm_residual
+            if name in ["out_proj.weight", "fc2.weight"]:
+                nn.init.kaiming_uniform_(p, a=math.sqrt(5))
+                with torch.no_grad():
+                    p /= math.sqrt(n_residuals_per_layer * n_layer)
+
+    class MixerModel(nn.Module):
+        def __init__(self, d_model: int, n_layer: int, vocab_size: int) -> None:
+            super().__init__()
+            self.embedding = nn.Embedding(vocab_size, d_model)
+            self.layers = nn.ModuleList([Block(d_model, layer_idx=i) for i in range(n_layer)])
+            self.norm_f = RMSNorm(d_model, eps=norm_epsilon)
+            self.apply(functools.partial(_init_weights, n_layer=n_layer, n_residuals_per_layer=1))
+
+        def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+            hidden_states = self.embedding(input_ids)
+            residual = None
+            for layer in self.layers:
+                hidden_states, residual = layer(hidden_states, residual)
+            # prenorm=False
+            hidden_states, _ = rms_norm_ref(hidden_states, self.norm_f.weight, residual, self.norm_f.eps)
+            return hidden_states
+
+    class MambaLMHeadModel(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            padded_vocab = vocab_size
+            if padded_vocab % pad_vocab_size_multiple != 0:
+                padded_vocab += pad_vocab_size_multiple - (padded_vocab % pad_vocab_size_multiple)
+            self.backbone = MixerModel(d_model, n_layer, padded_vocab)
+            self.lm_head = nn.Linear(d_model, padded_vocab, bias=False)
+            self.apply(functools.partial(_init_weights, n_layer=n_layer))
+            self.lm_head.weight = self.backbone.embedding.weight  # tie_weights
+
+        def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+            return self.lm_head(self.backbone(input_ids))  # CausalLMOutput's logits
+
+    # the data generator: documents of drawn topics over one Zipf law, separated by id 0
+    zipf = 1.0 / np.arange(1, vocab_size) ** 1.1
+    zipf /= zipf.sum()
+    topics = [rng.permutation(vocab_size - 1) + 1 for _ in range(n_topics)]
+    pieces, filled = [], 0
+    while filled < corpus_len:
+        n = int(np.clip(rng.lognormal(math.log(300), 0.8), 20, 4000))
+        ranks = rng.choice(vocab_size - 1, n, p=zipf)
+        doc = topics[int(rng.integers(n_topics))][ranks]
+        shared = rng.random(n) < 0.2
+        doc[shared] = ranks[shared] + 1
+        pieces += [doc, np.zeros(1, dtype=doc.dtype)]
+        filled += n + 1
+    data = np.concatenate(pieces)[:corpus_len]
+
+    def get_batch() -> tuple[torch.Tensor, torch.Tensor]:
+        starts = rng.integers(0, corpus_len - (seq_len + 1), batch_size)
+        windows = torch.from_numpy(np.stack([data[s:s + seq_len + 1] for s in starts]).astype(np.int64))
+        return windows[:, :-1], windows[:, 1:]
+
+    model = MambaLMHeadModel()
+    model.train()
+    decay = [p for p in model.parameters() if p.dim() >= 2 and not getattr(p, "_no_weight_decay", False)]
+    no_decay = [p for p in model.parameters() if not (p.dim() >= 2 and not getattr(p, "_no_weight_decay", False))]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
+                                   {"params": no_decay, "weight_decay": 0.0}], lr=lr, betas=betas)
+
+    def lr_lambda(step: int) -> float:  # linear warmup, then cosine to min_lr
+        if step < warmup:
+            return (step + 1) / warmup
+        progress = (step - warmup) / max(1, total_steps - warmup)
+        return (min_lr + 0.5 * (lr - min_lr) * (1 + math.cos(math.pi * progress))) / lr
+
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda)
+    total = 0.0
+    for _ in range(steps):
+        input_ids, labels = get_batch()
+        lm_logits = model(input_ids)
+        loss = nn.functional.cross_entropy(lm_logits.view(-1, lm_logits.size(-1)), labels.reshape(-1))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+        optimizer.step()
+        scheduler.step()
+        total += loss.item()
+        del lm_logits, loss
+    return total
+
+
+@_workload(default_steps=12)
+def dpo_pairs_train(*, steps: int, seed: int) -> float:
+    """Direct Preference Optimization (Rafailov et al. 2023, as eric-mitchell/direct-preference-optimization
+    (f8b8c0f): trainers.py's BasicTrainer.train (the policy in train(), the reference model in eval(); per
+    step gradient_accumulation_steps micro-batches cut from the batch by utils.py's
+    slice_and_move_batch_for_device (so each keeps the whole batch's padded length), get_batch_metrics and
+    (loss / gradient_accumulation_steps).backward() for each; clip_gradient's clip_grad_norm_ (max_grad_norm
+    10) and .item(), the optimizer step, LambdaLR's linear warmup over warmup_steps 150 stepped, zero_grad),
+    get_batch_metrics for loss dpo (concatenated_forward of the policy, then of the reference model under
+    no_grad; preference_loss: the policy's and the reference's chosen-minus-rejected log-ratios,
+    -logsigmoid(beta x their difference) (beta 0.1 as in the README's runs, label_smoothing 0, not
+    reference-free), the chosen and rejected rewards beta x (policy - reference) detached; the reward
+    accuracies and margins, the losses and the log-probabilities made lists by .cpu().numpy().tolist(); the
+    losses' mean), concatenated_forward (concatenated_inputs: the chosen input ids, attention mask and labels
+    padded by utils.py's pad_to_length (torch.cat with pad_value x torch.ones) to the longer of the chosen
+    and the rejected, and the rejected ones concatenated below them; the model's logits .to(torch.float32);
+    _get_batch_logps: the labels shifted and cloned, the -100s set to 0, log_softmax over the vocabulary and
+    torch.gather of the labels, summed over each sequence's response tokens; the chosen and the rejected
+    halves split off), preference_datasets.py's tokenize_batch_element in the hh truncation mode (keep_end:
+    EOS appended to both responses; if the prompt plus the longer response is over max_length the prompt
+    keeps its last max_prompt_length tokens, then the responses are cut to max_length - max_prompt_length;
+    labels -100 over the prompt) and get_collate_fn (pad_sequence with the pad token, EOS as GPT-2 has no
+    pad, 0 or -100 for the masks and labels; the prompts reversed, padded and flipped back so they are
+    left-padded); config.yaml's defaults batch_size 4, lr 5e-7, RMSprop, warmup_steps 150 and
+    max_grad_norm 10 and the README's gradient_accumulation_steps 2; the policy in float32, the reference
+    model in the model configs' reference_dtype float16; train.py's disable_dropout on both) on a small
+    GPT-2 (transformers' GPT2LMHeadModel as its eager attention runs: wte plus wpe of position_ids
+    arange(T), the attention mask made (1 - mask) x finfo.min and added, Conv1D's addmm, the heads split
+    by view and permute, the weights divided by a torch.full of sqrt(head_dim), the causal bias buffer
+    sliced and applied by torch.where with finfo.min, softmax, the heads merged, the presents kept as
+    use_cache does, gelu_new written out as NewGELUActivation's tanh formula, pre-LayerNorm residuals,
+    ln_f, the lm_head tied to wte; GPT2PreTrainedModel's init with the c_proj weights at 0.02 /
+    sqrt(2 n_layer)), the reference a float16 copy of the same weights (both load the SFT checkpoint in
+    the reference; here one random init). The data generator: Anthropic-HH-like dialogues as token ids
+    (vocabulary 6,000, EOS the last id; "\\n\\nHuman:" and "\\n\\nAssistant:" three fixed ids each): 1-4 drawn
+    exchanges of log-normal human turns (around 15 tokens) and assistant turns (around 40), the prompt
+    ending in "\\n\\nAssistant:", a chosen and a rejected response of log-normal lengths around 50 tokens
+    each (a third of the rejected ones starting with a drawn prefix of the chosen), Zipf-drawn words.
+    Data-dependent: each batch's sequences are padded to its longest drawn prompt plus response, chosen or
+    rejected, after truncation, so the length of every forward (2 x 2 rows a micro-batch) follows the draws
+    (first run: 256, 228, 234, 220, 256, 196, 231, 215, 256, 172, 181 and 256 tokens; second run: 82-256,
+    5 of 24 at the 256 cap); 12 steps (290.09 MiB, 44,714 events). Shrunk: 4 layers, n_embd 256, 4 heads,
+    a vocabulary of 6,000 and 512 positions for the GPT-2 family's 12-48 layers, 768-1,600 and 50,257
+    tokens, and max_length 256 and max_prompt_length 128 for the defaults 512 and 256 (a micro-batch's
+    float32 logits over 2 x 2 x 256 positions are 23 MiB, the policy keeps its log_softmax for the
+    backward beside the reference's float16 and float32 copies, and gelu_new's written-out formula keeps
+    five 4 x 256 x 1,024 products a layer); no evaluation (do_first_eval's pass over 256 held-out examples
+    with sampling) and no checkpointing."""
+    torch.manual_seed(0)
+    vocab_size, n_positions, n_embd, n_layer, n_head = 6000, 512, 256, 4, 4
+    layer_norm_epsilon, initializer_range = 1e-5, 0.02
+    batch_size, gradient_accumulation_steps, lr, warmup_steps, max_grad_norm = 4, 2, 5e-7, 150, 10.0
+    beta, label_smoothing, max_length, max_prompt_length = 0.1, 0.0, 256, 128
+    eos_token_id = vocab_size - 1
+    pad_token_id = eos_token_id  # tokenizer.pad_token_id is None for GPT-2
+    nl, human, assistant, colon = 10, 11, 12, 13  # "\n\n", "Human", "Assistant", ":" (ids under 100 kept for these)
+    rng = np.random.default_rng(195 + seed)  # the dialogues and their order
+
+    class Conv1D(nn.Module):  # transformers' pytorch_utils.py
+        def __init__(self, nf: int, nx: int) -> None:
+            super().__init__()
+            self.nf = nf
+            self.weight = nn.Parameter(torch.empty(nx, nf))
+            self.bias = nn.Parameter(torch.zeros(nf))
+            nn.init.normal_(self.weight, std=0.02)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            size_out = x.size()[:-1] + (self.nf,)
+            x = torch.addmm(self.bias, x.view(-1, x.size(-1)), self.weight)
+            return x.view(size_out)
+
+    class GPT2Attention(nn.Module):  # modeling_gpt2.py, eager attention
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("bias", torch.tril(torch.ones((n_positions, n_positions), dtype=torch.bool)).view(
+                1, 1, n_positions, n_positions), persistent=False)
+            self.embed_dim, self.num_heads = n_embd, n_head
+            self.head_dim = n_embd // n_head
+            self.split_size = n_embd
+            self.c_attn = Conv1D(3 * self.embed_dim, self.embed_dim)
+            self.c_proj = Conv1D(self.embed_dim, self.embed_dim)
+            self.attn_dropout, self.resid_dropout = nn.Dropout(0.1), nn.Dropout(0.1)
+
+        def _attn(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                  attention_mask: torch.Tensor) -> torch.Tensor:
+            attn_weights = torch.matmul(query, key.transpose(-1, -2))
+            attn_weights = attn_weights / torch.full([], value.size(-1) ** 0.5, dtype=attn_weights.dtype)
+            query_length, key_length = query.size(-2), key.size(-2)
+            causal_mask = cast(torch.Tensor, self.bias)[:, :, key_length - query_length:key_length, :key_length]
+            mask_value = torch.full([], torch.finfo(attn_weights.dtype).min, dtype=attn_weights.dtype)
+            attn_weights = torch.where(causal_mask, attn_weights.to(attn_weights.dtype), mask_value)
+            attn_weights = attn_weights + attention_mask
+            attn_weights = nn.functional.softmax(attn_weights, dim=-1)
+            attn_weights = attn_weights.type(value.dtype)
+            attn_weights = self.attn_dropout(attn_weights)
+            return torch.matmul(attn_weights, value)
+
+        def _split_heads(self, tensor: torch.Tensor) -> torch.Tensor:
+            new_shape = tensor.size()[:-1] + (self.num_heads, self.head_dim)
+            return tensor.view(new_shape).permute(0, 2, 1, 3)
+
+        def _merge_heads(self, tensor: torch.Tensor) -> torch.Tensor:
+            tensor = tensor.permute(0, 2, 1, 3).contiguous()
+            new_shape = tensor.size()[:-2] + (self.num_heads * self.head_dim,)
+            return tensor.view(new_shape)
+
+        def forward(self, hidden_states: torch.Tensor,
+                    attention_mask: torch.Tensor) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+            query, key, value = self.c_attn(hidden_states).split(self.split_size, dim=2)
+            query, key, value = self._split_heads(query), self._split_heads(key), self._split_heads(value)
+            present = (key, value)  # use_cache
+            attn_output = self._merge_heads(self._attn(query, key, value, attention_mask))
+            attn_output = self.resid_dropout(self.c_proj(attn_output))
+            return attn_output, present
+
+    class NewGELUActivation(nn.Module):  # transformers' activations.py, gelu_new
+        def forward(self, input: torch.Tensor) -> torch.Tensor:
+            return 0.5 * input * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi)
+                                                   * (input + 0.044715 * torch.pow(input, 3.0))))
+
+    class GPT2MLP(nn.Module):
+        def __init__(self, intermediate_size: int) -> None:
+            super().__init__()
+            self.c_fc = Conv1D(intermediate_size, n_embd)
+            self.c_proj = Conv1D(n_embd, intermediate_size)
+            self.act = NewGELUActivation()
+            self.dropout = nn.Dropout(0.1)
+
+        def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+            return self.dropout(self.c_proj(self.act(self.c_fc(hidden_states))))
+
+    class GPT2Block(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ln_1 = nn.LayerNorm(n_embd, eps=layer_norm_epsilon)
+            self.attn = GPT2Attention()
+            self.ln_2 = nn.LayerNorm(n_embd, eps=layer_norm_epsilon)
+            self.mlp = GPT2MLP(4 * n_embd)
+
+        def forward(self, hidden_states: torch.Tensor,
+                    attention_mask: torch.Tensor) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+            residual = hidden_states
+            attn_output, present = self.attn(self.ln_1(hidden_states), attention_mask)
+            hidden_states = attn_output + residual
+            residual = hidden_states
+            feed_forward_hidden_states = self.mlp(self.ln_2(hidden_states))
+            return residual + feed_forward_hidden_states, present
+
+    class GPT2LMHeadModel(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.wte = nn.Embedding(vocab_size, n_embd)
+            self.wpe = nn.Embedding(n_positions, n_embd)
+            self.drop = nn.Dropout(0.1)
+            self.h = nn.ModuleList([GPT2Block() for _ in range(n_layer)])
+            self.ln_f = nn.LayerNorm(n_embd, eps=layer_norm_epsilon)
+            self.lm_head = nn.Linear(n_embd, vocab_size, bias=False)
+            self.apply(self._init_weights)
+            self.lm_head.weight = self.wte.weight  # tie_weights
+
+        @staticmethod
+        def _init_weights(module: nn.Module) -> None:  # GPT2PreTrainedModel._init_weights
+            if isinstance(module, (nn.Linear, Conv1D)):
+                module.weight.data.normal_(mean=0.0, std=initializer_range)
+                if module.bias is not None:
+                    module.bias.data.zero_()
+            elif isinstance(module, nn.Embedding):
+                module.weight.data.normal_(mean=0.0, std=initializer_range)
+            elif isinstance(module, nn.LayerNorm):
+                module.bias.data.zero_()
+                module.weight.data.fill_(1.0)
+            for name, p in module.named_parameters():
+                if name == "c_proj.weight":
+                    p.data.normal_(mean=0.0, std=(initializer_range / math.sqrt(2 * n_layer)))
+
+        @property
+        def dtype(self) -> torch.dtype:
+            return self.wte.weight.dtype
+
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+            input_shape = input_ids.size()
+            input_ids = input_ids.view(-1, input_shape[-1])
+            batch_size = input_ids.shape[0]
+            position_ids = torch.arange(0, input_shape[-1], dtype=torch.long).unsqueeze(0)
+            attention_mask = attention_mask.view(batch_size, -1)
+            attention_mask = attention_mask[:, None, None, :]
+            attention_mask = attention_mask.to(dtype=self.dtype)
+            attention_mask = (1.0 - attention_mask) * torch.finfo(self.dtype).min
+            hidden_states = self.wte(input_ids) + self.wpe(position_ids)
+            hidden_states = self.drop(hidden_states)
+            presents: tuple[tuple[torch.Tensor, torch.Tensor], ...] = ()
+            for block in self.h:
+                hidden_states, present = block(hidden_states, attention_mask)
+                presents = presents + (present,)
+            hidden_states = self.ln_f(hidden_states)
+            return self.lm_head(hidden_states)  # CausalLMOutputWithCrossAttentions' logits
+
+    def disable_dropout(model: nn.Module) -> None:  # utils.py
+        for module in model.modules():
+            if isinstance(module, nn.Dropout):
+                module.p = 0
+
+    # the data generator: HH-like dialogues as token ids
+    zipf = 1.0 / np.arange(1, vocab_size - 100) ** 1.05
+    zipf /= zipf.sum()
+
+    def words(n: int) -> list[int]:
+        return (rng.choice(vocab_size - 101, n, p=zipf) + 100).tolist()
+
+    def turn_len(mean: float) -> int:
+        return int(np.clip(rng.lognormal(math.log(mean), 0.7), 2, 400))
+
+    def draw_example() -> tuple[list[int], list[int], list[int]]:
+        prompt: list[int] = []
+        n_exchanges = int(rng.choice(4, p=[0.45, 0.3, 0.15, 0.1])) + 1
+        for k in range(n_exchanges):
+            prompt += [nl, human, colon] + words(turn_len(15))
+            prompt += [nl, assistant, colon]
+            if k < n_exchanges - 1:
+                prompt += words(turn_len(40))
+        chosen = words(turn_len(50))
+        rejected = words(turn_len(50))
+        if rng.random() < 1 / 3:
+            cut = int(rng.integers(1, len(chosen) + 1))
+            rejected = chosen[:cut] + rejected
+        return prompt, chosen, rejected
+
+    def tokenize_batch_element(prompt_ids: list[int], chosen_ids: list[int], rejected_ids: list[int]) -> dict:
+        """preference_datasets.py's tokenize_batch_element, truncation_mode keep_end (hh), from token ids."""
+        chosen_tokens = {"input_ids": chosen_ids + [eos_token_id], "attention_mask": [1] * (len(chosen_ids) + 1)}
+        rejected_tokens = {"input_ids": rejected_ids + [eos_token_id], "attention_mask": [1] * (len(rejected_ids) + 1)}
+        prompt_tokens = {"input_ids": prompt_ids, "attention_mask": [1] * len(prompt_ids)}
+        longer_response_length = max(len(chosen_tokens["input_ids"]), len(rejected_tokens["input_ids"]))
+        if len(prompt_tokens["input_ids"]) + longer_response_length > max_length:
+            prompt_tokens = {k: v[-max_prompt_length:] for k, v in prompt_tokens.items()}
+        if len(prompt_tokens["input_ids"]) + longer_response_length > max_length:
+            chosen_tokens = {k: v[:max_length - max_prompt_length] for k, v in chosen_tokens.items()}
+            rejected_tokens = {k: v[:max_length - max_prompt_length] for k, v in rejected_tokens.items()}
+        chosen_sequence_tokens = {k: prompt_tokens[k] + chosen_tokens[k] for k in chosen_tokens}
+        rejected_sequence_tokens = {k: prompt_tokens[k] + rejected_tokens[k] for k in rejected_tokens}
+        chosen_sequence_tokens["labels"] = chosen_sequence_tokens["input_ids"][:]
+        chosen_sequence_tokens["labels"][:len(prompt_tokens["input_ids"])] = [-100] * len(prompt_tokens["input_ids"])
+        rejected_sequence_tokens["labels"] = rejected_sequence_tokens["input_ids"][:]
+        rejected_sequence_tokens["labels"][:len(prompt_tokens["input_ids"])] = [-100] * len(prompt_tokens["input_ids"])
+        batch = {}
+        for k, toks in {"chosen": chosen_sequence_tokens, "rejected": rejected_sequence_tokens,
+                        "prompt": prompt_tokens}.items():
+            for type_key, tokens in toks.items():
+                batch[f"{k}_{type_key}"] = tokens
+        return batch
+
+    def collate_fn(batch: list[dict]) -> dict:  # get_collate_fn
+        padded_batch: dict = {}
+        for k in batch[0].keys():
+            if "prompt" in k:
+                to_pad = [torch.LongTensor(ex[k][::-1]) for ex in batch]
+            else:
+                to_pad = [torch.LongTensor(ex[k]) for ex in batch]
+            if k.endswith("_input_ids"):
+                padding_value = pad_token_id
+            elif k.endswith("_labels"):
+                padding_value = -100
+            else:
+                padding_value = 0
+            padded_batch[k] = nn.utils.rnn.pad_sequence(to_pad, batch_first=True, padding_value=padding_value)
+            if "prompt" in k:
+                padded_batch[k] = padded_batch[k].flip(dims=[1])
+        return padded_batch
+
+    def pad_to_length(tensor: torch.Tensor, length: int, pad_value: int | float, dim: int = -1) -> torch.Tensor:
+        if tensor.size(dim) >= length:
+            return tensor
+        pad_size = list(tensor.shape)
+        pad_size[dim] = length - tensor.size(dim)
+        return torch.cat([tensor, pad_value * torch.ones(*pad_size, dtype=tensor.dtype)], dim=dim)
+
+    def concatenated_inputs(batch: dict) -> dict:
+        max_len = max(batch["chosen_input_ids"].shape[1], batch["rejected_input_ids"].shape[1])
+        concatenated_batch = {}
+        for k in batch:
+            if k.startswith("chosen") and isinstance(batch[k], torch.Tensor):
+                pad_value = -100 if "labels" in k else 0
+                concatenated_key = k.replace("chosen", "concatenated")
+                concatenated_batch[concatenated_key] = pad_to_length(batch[k], max_len, pad_value=pad_value)
+        for k in batch:
+            if k.startswith("rejected") and isinstance(batch[k], torch.Tensor):
+                pad_value = -100 if "labels" in k else 0
+                concatenated_key = k.replace("rejected", "concatenated")
+                concatenated_batch[concatenated_key] = torch.cat((
+                    concatenated_batch[concatenated_key], pad_to_length(batch[k], max_len, pad_value=pad_value)), dim=0)
+        return concatenated_batch
+
+    def _get_batch_logps(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:  # average_log_prob False
+        labels = labels[:, 1:].clone()
+        logits = logits[:, :-1, :]
+        loss_mask = (labels != -100)
+        labels[labels == -100] = 0
+        per_token_logps = torch.gather(logits.log_softmax(-1), dim=2, index=labels.unsqueeze(2)).squeeze(2)
+        return (per_token_logps * loss_mask).sum(-1)
+
+    def concatenated_forward(model: nn.Module, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
+        concatenated_batch = concatenated_inputs(batch)
+        all_logits = model(concatenated_batch["concatenated_input_ids"],
+                           attention_mask=concatenated_batch["concatenated_attention_mask"]).to(torch.float32)
+        all_logps = _get_batch_logps(all_logits, concatenated_batch["concatenated_labels"])
+        chosen_logps = all_logps[:batch["chosen_input_ids"].shape[0]]
+        rejected_logps = all_logps[batch["chosen_input_ids"].shape[0]:]
+        return chosen_logps, rejected_logps
+
+    def preference_loss(policy_chosen_logps: torch.Tensor, policy_rejected_logps: torch.Tensor,
+                        reference_chosen_logps: torch.Tensor,
+                        reference_rejected_logps: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        pi_logratios = policy_chosen_logps - policy_rejected_logps
+        ref_logratios = reference_chosen_logps - reference_rejected_logps
+        logits = pi_logratios - ref_logratios
+        losses = (-nn.functional.logsigmoid(beta * logits) * (1 - label_smoothing)
+                  - nn.functional.logsigmoid(-beta * logits) * label_smoothing)
+        chosen_rewards = beta * (policy_chosen_logps - reference_chosen_logps).detach()
+        rejected_rewards = beta * (policy_rejected_logps - reference_rejected_logps).detach()
+        return losses, chosen_rewards, rejected_rewards
+
+    def get_batch_metrics(batch: dict) -> tuple[torch.Tensor, dict]:
+        metrics = {}
+        policy_chosen_logps, policy_rejected_logps = concatenated_forward(policy, batch)
+        with torch.no_grad():
+            reference_chosen_logps, reference_rejected_logps = concatenated_forward(reference_model, batch)
+        losses, chosen_rewards, rejected_rewards = preference_loss(
+            policy_chosen_logps, policy_rejected_logps, reference_chosen_logps, reference_rejected_logps)
+        reward_accuracies = (chosen_rewards > rejected_rewards).float()
+        metrics["rewards_train/chosen"] = chosen_rewards.cpu().numpy().tolist()
+        metrics["rewards_train/rejected"] = rejected_rewards.cpu().numpy().tolist()
+        metrics["rewards_train/accuracies"] = reward_accuracies.cpu().numpy().tolist()
+        metrics["rewards_train/margins"] = (chosen_rewards - rejected_rewards).cpu().numpy().tolist()
+        metrics["logps_train/rejected"] = policy_rejected_logps.detach().cpu().numpy().tolist()
+        metrics["logps_train/chosen"] = policy_chosen_logps.detach().cpu().numpy().tolist()
+        metrics["loss/train"] = losses.detach().cpu().numpy().tolist()
+        return losses.mean(), metrics
+
+    def slice_and_move_batch_for_device(batch: dict, rank: int, world_size: int) -> dict:
+        chunk_size = len(list(batch.values())[0]) // world_size
+        start, end = chunk_size * rank, chunk_size * (rank + 1)
+        return {k: v[start:end] for k, v in batch.items()}
+
+    policy = GPT2LMHeadModel()
+    disable_dropout(policy)
+    reference_model = copy.deepcopy(policy).to(torch.float16)
+    disable_dropout(reference_model)
+    optimizer = torch.optim.RMSprop(policy.parameters(), lr=lr)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer,
+                                                  lr_lambda=lambda step: min(1.0, (step + 1) / (warmup_steps + 1)))
+    reference_model.eval()
+    total = 0.0
+    for _ in range(steps):
+        batch = collate_fn([tokenize_batch_element(*draw_example()) for _ in range(batch_size)])
+        policy.train()
+        batch_metrics = collections.defaultdict(list)
+        for microbatch_idx in range(gradient_accumulation_steps):
+            global_microbatch = slice_and_move_batch_for_device(batch, microbatch_idx, gradient_accumulation_steps)
+            local_microbatch = slice_and_move_batch_for_device(global_microbatch, 0, 1)
+            loss, metrics = get_batch_metrics(local_microbatch)
+            (loss / gradient_accumulation_steps).backward()
+            for k, v in metrics.items():
+                batch_metrics[k].extend(v)
+            total += loss.item() / gradient_accumulation_steps
+            del loss
+        batch_metrics["grad_norm"].append(torch.nn.utils.clip_grad_norm_(policy.parameters(), max_grad_norm).item())
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad()
+        del batch, global_microbatch, local_microbatch
+    return total
+
+
+@_workload(default_steps=5)
+def gflownet_seq_train(*, steps: int, seed: int) -> float:
+    """GFlowNet with trajectory balance (Malkin et al. 2022, as GFNOrg's torchgfn (f39bfc9):
+    tutorials/examples/train_bitsequence_recurrent.py's loop (sample_trajectories with save_logprobs True
+    and epsilon 0.05, zero_grad, loss with recalculate_all_logprobs False, backward, clip_grad_norm_ 1.0
+    and an Adam step, lr 1e-3 for the policy and lr_logz 1e-1 for logZ in a second param group,
+    batch_size 16) with the library's TransformerDiscreteSequenceModel in place of the example's LSTM:
+    src/gfn/samplers.py's Sampler.sample_trajectories (from env.reset's s0 for the whole batch, while not
+    all(dones): the dummy actions cloned, the policy run on states[~dones] only, the actions sampled
+    without grad, the step's log-probs padded back to the batch (torch.full, index_put) and kept with
+    their graph, the actions written by the mask, env._step, the newly done trajectories' terminating_idx
+    set; the states and actions stacked, the log-probs stacked (T, N)), src/gfn/estimators.py's
+    RecurrentDiscretePolicyEstimator with use_kv_cache False (each step the canonical sequence [BOS, w_0,
+    ..., w_(L-1)]: -1 padding replaced by BOS by torch.where, cut to the longest committed length, a BOS
+    column concatenated; a fresh carry of empty key and value tensors per layer; the module's logits at
+    the last position) and DiscretePolicyEstimator's to_probability_distribution (the logits cloned, -inf
+    where the forward mask forbids, log_softmax, epsilon mixed with the uniform over valid actions in log
+    space by logaddexp over the masked entries, a Categorical), src/gfn/utils/modules.py's
+    TransformerDiscreteSequenceModel (a token embedding of vocab + 1 for BOS, learned positions,
+    pre-LayerNorm blocks with separate q, k and v projections, the new keys and values concatenated onto
+    the carry (grow-by-cat), scores over sqrt(head_dim), a causal mask built from aranges by masked_fill
+    with -inf, softmax, the heads merged, out_proj, a GELU feed-forward, a final LayerNorm and the output
+    projection), src/gfn/env.py's DiscreteEnv._step (the states neither done nor exiting cloned and
+    stepped, the rest made sink states, scattered back by the mask),
+    src/gfn/gflownet/trajectory_balance.py's TBGFlowNet.loss with pb None and constant_pb
+    (get_trajectory_pbs' zeros scattered by the masks; the scores sum log PF - sum log PB - log R, then
+    (scores + logZ)^2 and the mean) and the trajectories' log_rewards of the terminating states gathered
+    by terminating_idx) on src/gfn/gym/bitSequence.py's BitSequence (the TB paper's bit sequences, at its
+    defaults: word_size 4 and seq_size 120, so 30 words and 17 actions with the exit; a state a row of 30
+    word ids, -1 where unfilled, and its length; the sink state all 16; n_modes 60 modes, drawn as the
+    example draws H (n_modes x seq_size random bits) and make_modes_set picks its rows; log R = -(the
+    least Hamming distance of the state's bits to a mode, an unfilled word's bits -1 so they never match)
+    / temperature 1), with one change: the exit action is allowed from min_words 6 words on, not only at
+    30, so each trajectory stops at a length its own sampled actions choose (the library's BitSequence
+    masks the exit until the sequence is full, so every trajectory there is 31 actions long). The data
+    generator draws the modes' bits and every sampled action (torch.multinomial over the Categorical's
+    probs, as its sample does, with the data generator). Data-dependent: at step t the policy runs on the
+    trajectories not yet done, n_active x (t + 1) tokens, and the saved graph grows with every step until
+    all have exited, so each call's batch follows the sampled exits and the number of calls the longest
+    trajectory (first run: trajectories of 7-31 actions, 6-30 words and the exit, 4-9 of each batch's 16
+    filling all 30 words, so every training step made 31 policy calls on 16 rows falling to 4-9; second
+    run: 7-31 actions, 4-11 of 16 full, 31 calls a step); 5 steps (43.07 MiB, 113,932 events). Not shrunk
+    (BitSequence's defaults, the example's batch and rates, and the transformer at
+    tutorials/examples/benchmark_kv_cache.py's defaults: embedding_dim 64, 4 heads, ff_hidden_dim 128 and
+    2 layers, which that script runs on BitSequence with this uncached path as its baseline); 5 steps of
+    the example's 500 (each makes about 23,000 events: the policy runs once per action of the longest
+    trajectory), no validation (estimated_dist enumerates every terminating state, 2^120 here; the
+    example's runs are for seq_size 9)."""
+    torch.manual_seed(0)
+    word_size, seq_size, n_modes, temperature, min_words = 4, 120, 60, 1.0, 6
+    embedding_dim, num_heads, ff_hidden_dim, num_layers, dropout = 64, 4, 128, 2, 0.0
+    batch_size, lr, lr_logz, epsilon, init_logZ = 16, 1e-3, 1e-1, 0.05, 0.0
+    words_per_seq = seq_size // word_size
+    n_actions = 2 ** word_size + 1
+    exit_action, dummy_action = n_actions - 1, -1
+    gen = torch.Generator().manual_seed(196 + seed)  # the modes and the sampled actions
+
+    class States:  # BitSequenceStates: word ids (-1 unfilled) and lengths; sink states all n_actions - 1
+        def __init__(self, tensor: torch.Tensor, length: torch.Tensor | None = None) -> None:
+            self.tensor = tensor
+            self.length = (tensor != -1).sum(dim=-1).long() if length is None else length
+
+        @property
+        def batch_shape(self) -> tuple[int, ...]:
+            return tuple(self.tensor.shape[:-1])
+
+        @property
+        def is_sink_state(self) -> torch.Tensor:
+            return (self.tensor == sf).all(dim=-1)
+
+        @property
+        def forward_masks(self) -> torch.Tensor:  # _compute_forward_masks, exit allowed from min_words
+            forward_masks = torch.ones((*self.batch_shape, n_actions), dtype=torch.bool)
+            is_done = self.length == words_per_seq
+            forward_masks[is_done, :-1] = False
+            forward_masks[self.length < min_words, -1] = False
+            return forward_masks
+
+        def __getitem__(self, index: torch.Tensor) -> "States":
+            return States(self.tensor[index], self.length[index])
+
+        def __setitem__(self, index: torch.Tensor, states: "States") -> None:
+            self.tensor[index] = states.tensor
+            self.length[index] = states.length
+
+        def clone(self) -> "States":
+            return States(self.tensor.detach().clone(), self.length.detach().clone())
+
+        @staticmethod
+        def stack(states: list["States"]) -> "States":
+            return States(torch.stack([s.tensor for s in states], dim=0),
+                          torch.stack([s.length for s in states], dim=0))
+
+    s0 = -torch.ones(words_per_seq, dtype=torch.long)
+    sf = (n_actions - 1) * torch.ones(words_per_seq, dtype=torch.long)
+
+    class BitSequence:  # src/gfn/gym/bitSequence.py, exit allowed from min_words
+        def __init__(self) -> None:
+            H = torch.randint(0, 2, (n_modes, seq_size), dtype=torch.long, generator=gen)  # the example's H
+            unique_indices: set[tuple[int, ...]] = set()
+            unique_sequences = []
+            while len(unique_sequences) < n_modes:  # make_modes_set with m = seq_size // motif_size = 1
+                candidate = tuple(torch.randint(0, H.shape[0], (1,), generator=gen).tolist())
+                if candidate not in unique_indices:
+                    unique_indices.add(candidate)
+                    unique_sequences.append(candidate)
+            self.modes = H[torch.tensor(unique_sequences)].reshape(n_modes, -1)
+
+        def reset(self, n: int) -> States:
+            return States(s0.repeat(n, 1), torch.zeros(n, dtype=torch.long))
+
+        def step(self, states: States, actions: torch.Tensor) -> States:
+            is_exit = (actions == exit_action).squeeze(-1)
+            old_tensor = states.tensor
+            old_tensor[~is_exit, states.length] = actions[~is_exit].squeeze().clone()
+            old_tensor[is_exit] = torch.full_like(old_tensor[is_exit], n_actions - 1, dtype=torch.long)
+            return States(old_tensor)
+
+        def _step(self, states: States, actions: torch.Tensor) -> States:  # DiscreteEnv._step and BitSequence._step
+            length = states.length.detach().clone()
+            valid_states_idx = ~states.is_sink_state
+            new_valid_states_idx = valid_states_idx & ~(actions == exit_action).squeeze(-1)
+            not_done_states = states[new_valid_states_idx].clone()
+            not_done_actions = actions[new_valid_states_idx]
+            not_done_states = self.step(not_done_states, not_done_actions)
+            new_states = States(sf.repeat(len(states.tensor), 1), torch.zeros(len(states.tensor), dtype=torch.long))
+            new_states[new_valid_states_idx] = not_done_states
+            new_states.length = length + 1
+            return new_states
+
+        @staticmethod
+        def integers_to_binary(tensor: torch.Tensor, k: int) -> torch.Tensor:
+            batch_shape, length = tensor.shape[:-1], tensor.shape[-1]
+            binary_tensor = (tensor.unsqueeze(-1) >> torch.arange(k - 1, -1, -1)) & 1
+            mask = (tensor == -1).unsqueeze(-1)
+            binary_tensor = torch.where(mask, torch.full_like(binary_tensor, -1), binary_tensor)
+            return binary_tensor.view(*batch_shape, length * k)
+
+        def log_reward(self, final_states: States) -> torch.Tensor:
+            binary_final_states = self.integers_to_binary(final_states.tensor, word_size)
+            distances = (binary_final_states.unsqueeze(-2) != self.modes.unsqueeze(0)).sum(dim=-1)  # hamming_distance
+            edit_distance = distances.min(dim=-1).values
+            return -edit_distance / temperature
+
+    class Block(nn.Module):  # modules.py's _AutoregressiveTransformerBlock, grow-by-cat carry
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed_dim, self.num_heads, self.head_dim = embedding_dim, num_heads, embedding_dim // num_heads
+            self.norm1, self.norm2 = nn.LayerNorm(embedding_dim), nn.LayerNorm(embedding_dim)
+            self.q_proj = nn.Linear(embedding_dim, embedding_dim)
+            self.k_proj = nn.Linear(embedding_dim, embedding_dim)
+            self.v_proj = nn.Linear(embedding_dim, embedding_dim)
+            self.out_proj = nn.Linear(embedding_dim, embedding_dim)
+            self.linear1 = nn.Linear(embedding_dim, ff_hidden_dim)
+            self.linear2 = nn.Linear(ff_hidden_dim, embedding_dim)
+            self.attn_dropout = nn.Dropout(dropout)
+            self.residual_dropout = nn.Dropout(dropout)
+            self.ff_dropout = nn.Dropout(dropout)
+
+        def forward(self, hidden: torch.Tensor, key_carry: torch.Tensor,
+                    value_carry: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+            batch, timesteps, _ = hidden.size()
+            normed_hidden = self.norm1(hidden)
+            q = self.q_proj(normed_hidden).view(batch, timesteps, self.num_heads, self.head_dim).transpose(1, 2)
+            k = self.k_proj(normed_hidden).view(batch, timesteps, self.num_heads, self.head_dim).transpose(1, 2)
+            v = self.v_proj(normed_hidden).view(batch, timesteps, self.num_heads, self.head_dim).transpose(1, 2)
+            prefix_length = key_carry.size(2)
+            keys = torch.cat((key_carry, k), dim=2)
+            values = torch.cat((value_carry, v), dim=2)
+            attn_scores = torch.matmul(q, keys.transpose(-2, -1)) / math.sqrt(float(self.head_dim))
+            if timesteps > 1 or prefix_length > 0:
+                kv_positions = torch.arange(prefix_length + timesteps, dtype=torch.long)
+                query_positions = torch.arange(timesteps, dtype=torch.long).unsqueeze(1)
+                causal_mask = kv_positions.unsqueeze(0) <= (query_positions + prefix_length)
+                attn_scores = attn_scores.masked_fill(~causal_mask.unsqueeze(0).unsqueeze(0), float("-inf"))
+            attn_weights = self.attn_dropout(torch.softmax(attn_scores, dim=-1))
+            attn_output = torch.matmul(attn_weights, values).transpose(1, 2).reshape(batch, timesteps, self.embed_dim)
+            hidden = hidden + self.residual_dropout(self.out_proj(attn_output))
+            ff_hidden = self.linear2(self.ff_dropout(nn.functional.gelu(self.linear1(self.norm2(hidden)))))
+            return hidden + self.residual_dropout(ff_hidden), keys, values
+
+    class TransformerDiscreteSequenceModel(nn.Module):
+        def __init__(self, vocab_size: int, max_position_embeddings: int) -> None:
+            super().__init__()
+            self.vocab_size, self.max_position_embeddings = vocab_size, max_position_embeddings
+            self.token_embedding = nn.Embedding(vocab_size + 1, embedding_dim)  # +1 for BOS
+            self.position_embedding = nn.Embedding(max_position_embeddings, embedding_dim)
+            self.embedding_dropout = nn.Dropout(dropout)
+            self.layers = nn.ModuleList([Block() for _ in range(num_layers)])
+            self.final_norm = nn.LayerNorm(embedding_dim)
+            self.output_projection = nn.Linear(embedding_dim, vocab_size)
+
+        def init_carry(self, batch_size: int) -> dict[str, torch.Tensor]:
+            weight = self.token_embedding.weight
+            carry = {"position": torch.zeros(batch_size, dtype=torch.long)}
+            empty_key = weight.new_empty(batch_size, num_heads, 0, embedding_dim // num_heads)
+            empty_value = weight.new_empty(batch_size, num_heads, 0, embedding_dim // num_heads)
+            for idx in range(num_layers):
+                carry[f"key_{idx}"], carry[f"value_{idx}"] = empty_key.clone(), empty_value.clone()
+            return carry
+
+        def forward(self, x: torch.Tensor,
+                    carry: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+            batch, timesteps = x.size()
+            positions = carry["position"]
+            if torch.any(positions >= self.max_position_embeddings):
+                raise ValueError("Position index exceeds configured positional embedding range.")
+            position_indices = positions.unsqueeze(1) + torch.arange(timesteps, dtype=positions.dtype)
+            if torch.any(position_indices >= self.max_position_embeddings):
+                raise ValueError("Position index exceeds configured positional embedding range.")
+            hidden = self.embedding_dropout(self.token_embedding(x) + self.position_embedding(position_indices))
+            updated_carry: dict[str, torch.Tensor] = {}
+            for idx, layer in enumerate(self.layers):
+                hidden, updated_carry[f"key_{idx}"], updated_carry[f"value_{idx}"] = layer(
+                    hidden, carry[f"key_{idx}"], carry[f"value_{idx}"])
+            logits = self.output_projection(self.final_norm(hidden))
+            updated_carry["position"] = positions + timesteps
+            return logits, updated_carry
+
+    class RecurrentDiscretePolicyEstimator(nn.Module):  # estimators.py, use_kv_cache False
+        def __init__(self, module: TransformerDiscreteSequenceModel) -> None:
+            super().__init__()
+            self.module = module
+
+        def forward(self, states: States,
+                    carry: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+            tokens = states.tensor.long()
+            lengths = (states.tensor >= 0).sum(dim=-1)
+            bos = self.module.vocab_size  # _canonical_sequence
+            max_len = int(lengths.max().item())
+            words = torch.where(tokens < 0, torch.full_like(tokens, bos), tokens)[:, :max_len]
+            bos_col = torch.full((tokens.shape[0], 1), bos, dtype=torch.long)
+            seq = torch.cat([bos_col, words], dim=1)
+            logits, new_carry = self.module(seq, self.module.init_carry(seq.shape[0]))  # _forward_full_prefix
+            return logits[:, -1, :], new_carry
+
+        def to_probability_distribution(self, states: States, module_output: torch.Tensor,
+                                        epsilon: float) -> torch.distributions.Categorical:
+            masks = states.forward_masks  # _compute_logits_for_distribution, sf_index -1, temperature 1
+            x = module_output.clone()
+            x[~masks] = -float("inf")
+            no_valid = masks.sum(dim=-1) == 0
+            if no_valid.any():
+                x[no_valid] = -float("inf")
+                x[no_valid, -1] = 0.0
+            lsm = torch.log_softmax(x, dim=-1)
+            if epsilon != 0.0:  # _mix_with_uniform_in_log_space
+                masks_sum = masks.sum(dim=-1, keepdim=True)
+                log_uniform = torch.full_like(masks, fill_value=-float("inf"), dtype=torch.get_default_dtype())
+                valid_rows = (masks_sum > 0).squeeze(-1)
+                if valid_rows.any():
+                    log_uniform[valid_rows] = torch.where(
+                        masks[valid_rows], -torch.log(masks_sum[valid_rows].to(torch.get_default_dtype())),
+                        torch.full_like(masks[valid_rows], fill_value=-float("inf"), dtype=torch.get_default_dtype()))
+                eps_tensor = torch.as_tensor(epsilon, dtype=lsm.dtype)
+                out = torch.full_like(lsm, -float("inf"))
+                has_any_valid = masks.any(dim=-1)
+                if masks.any():
+                    out[masks] = torch.logaddexp(lsm[masks] + torch.log1p(-eps_tensor),
+                                                 log_uniform[masks] + torch.log(eps_tensor))
+                if (~has_any_valid).any():
+                    out[~has_any_valid] = lsm[~has_any_valid]
+                lsm = out
+            return torch.distributions.Categorical(logits=lsm)
+
+    env = BitSequence()
+    pf = RecurrentDiscretePolicyEstimator(TransformerDiscreteSequenceModel(vocab_size=n_actions,
+                                                                           max_position_embeddings=words_per_seq + 1))
+    logZ = nn.Parameter(torch.tensor(init_logZ))
+    optimizer = torch.optim.Adam(pf.parameters(), lr=lr)
+    optimizer.add_param_group({"params": [logZ], "lr": lr_logz})
+
+    def sample_trajectories(n: int) -> tuple[States, torch.Tensor, torch.Tensor, torch.Tensor]:  # Sampler
+        states = env.reset(n)
+        dones = states.is_sink_state
+        trajectories_states = [states]
+        trajectories_actions = [torch.full((n, 1), dummy_action, dtype=torch.long)]
+        trajectories_terminating_idx = torch.zeros(n, dtype=torch.long)
+        carry = pf.module.init_carry(n)  # init_context
+        trajectory_log_probs = []
+        _dummy_actions_tensor = torch.full((n, 1), dummy_action, dtype=torch.long)
+        step = 0
+        while not all(dones):
+            actions = _dummy_actions_tensor.clone()
+            step_mask = ~dones
+            states_active = states[step_mask]
+            estimator_outputs, carry = pf(states_active, carry)  # RecurrentPolicyMixin.compute_dist
+            dist = pf.to_probability_distribution(states_active, estimator_outputs, epsilon=epsilon)
+            with torch.no_grad():  # Categorical.sample's multinomial, with the data generator
+                valid_actions_tensor = torch.multinomial(dist.probs.reshape(-1, n_actions), 1, True, generator=gen)
+            lp = dist.log_prob(valid_actions_tensor.squeeze(-1))  # UnsqueezedCategorical.log_prob
+            step_lp = torch.full((n,), 0.0, dtype=lp.dtype)
+            step_lp[step_mask] = lp
+            trajectory_log_probs.append(step_lp)
+            actions[step_mask] = valid_actions_tensor
+            trajectories_actions.append(actions)
+            new_states = env._step(states, actions)
+            step += 1
+            new_dones = new_states.is_sink_state & ~dones
+            trajectories_terminating_idx[new_dones] = step
+            states = new_states
+            dones = dones | new_dones
+            trajectories_states.append(states)
+        stacked_states = States.stack(trajectories_states)
+        stacked_actions = torch.stack(trajectories_actions, dim=0)[1:]
+        stacked_logprobs = torch.stack(trajectory_log_probs, dim=0)
+        return stacked_states, stacked_actions, stacked_logprobs, trajectories_terminating_idx
+
+    total = 0.0
+    for _ in range(steps):
+        states, actions, log_probs, terminating_idx = sample_trajectories(batch_size)
+        optimizer.zero_grad()
+        # TBGFlowNet.loss, recalculate_all_logprobs False: the saved log PF; get_trajectory_pbs with pb None
+        log_pf_trajectories = log_probs
+        log_pb_trajectories = torch.full(actions[..., 0].shape, fill_value=0.0, dtype=torch.get_default_dtype())
+        state_mask = ~states.is_sink_state & ~(states.tensor == s0).all(dim=-1)
+        state_mask[0, :] = False
+        action_mask = ~(actions == dummy_action).squeeze(-1) & ~(actions == exit_action).squeeze(-1)
+        valid_states = states[state_mask]
+        valid_actions = actions[action_mask]
+        assert valid_states.batch_shape == valid_actions.shape[:1]
+        log_pb_trajectories[action_mask] = torch.zeros_like(valid_actions, dtype=torch.get_default_dtype()).squeeze(-1)
+        total_log_pf_trajectories = log_pf_trajectories.sum(dim=0)
+        total_log_pb_trajectories = log_pb_trajectories.sum(dim=0)
+        terminating_states = states[terminating_idx - 1, torch.arange(batch_size)]
+        log_rewards = env.log_reward(terminating_states)
+        scores = torch.sub(total_log_pf_trajectories, total_log_pb_trajectories, alpha=1.0) - log_rewards
+        loss = (scores + logZ.squeeze()).pow(2).mean()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_([logZ] + list(pf.parameters()), 1.0)
+        optimizer.step()
+        total += loss.item()
+        del states, actions, log_probs, log_pf_trajectories, scores, loss
+    return total
+
+
 WORKLOADS: dict[str, Workload] = {
     "mlp-train": mlp_train,
     "cnn-train": cnn_train,
@@ -22084,6 +23027,18 @@ HELDOUT: dict[str, Workload] = {
     "rwkv4-lm-train": rwkv4_lm_train,
     "deepspeech2-train": deepspeech2_train,
     "score-sde-adaptive-sample": score_sde_adaptive_sample,
+    # the thirty-third set (part a), captured after the thirty-second was measured and committed (in thirtythird/)
+    # before it is measured, to check a later change: a Mamba language model whose selective scan runs as the
+    # reference's selective_scan_ref in PyTorch, deltaA and deltaB_u built whole a layer and a Python loop over the
+    # positions keeping every state for the backward, where each position's slices cost a full-size zero gradient;
+    # DPO on a small GPT-2 whose chosen and rejected responses are concatenated and padded to each batch's longest
+    # drawn prompt plus response, a float16 reference model's log-probs under no_grad beside the float32 policy's,
+    # gradient accumulation over two micro-batches and RMSprop; a trajectory-balance GFlowNet building bit
+    # sequences word by word with a transformer policy re-run on the growing prefix of the trajectories not yet
+    # exited, every step's graph kept until all have stopped at their sampled lengths
+    "mamba-lm-train": mamba_lm_train,
+    "dpo-pairs-train": dpo_pairs_train,
+    "gflownet-seq-train": gflownet_seq_train,
 }
 
 
