@@ -117,8 +117,8 @@ PACK_SECONDS = 5.0
 
 def _each(fn: Callable, items: list, jobs: int) -> Iterator:
     """``fn`` of each item, in order, over ``jobs`` processes (forked: they share what this
-    one has loaded). Each call replays its policies side by side in one process, so a
-    speed ratio never compares replays made under another process's load pattern."""
+    one has loaded). Each call replays its policies in turns within one process, so a speed
+    ratio compares replays made under the same load, whatever the other processes do."""
     if jobs <= 1 or len(items) <= 1:
         yield from map(fn, items)
         return

@@ -66,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
         if "jobs" in inspect.signature(module.main).parameters:
             module.main(quick=args.quick, jobs=args.jobs)
         else:
+            if args.jobs > 1:
+                print(f"(--jobs: {name} runs in one process; only benchmarks whose main takes jobs spread)",
+                      file=sys.stderr, flush=True)
             module.main(quick=args.quick)
         print(f"(benchmark {name} took {time.perf_counter() - start:.1f} s)", flush=True)
     return 0
