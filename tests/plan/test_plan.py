@@ -20,6 +20,7 @@ from memtune.trace.plan import (
     find_step,
     make_plan,
     marker_period,
+    plan_arena_bound,
     step_tokens,
     suffix_period,
     tokenize,
@@ -101,6 +102,26 @@ def test_detect_period_finds_the_repetition(unit, reps, prefix):
     s, p = per.start, per.length
     assert np.array_equal(toks[s:s + p * (per.count - 1)], toks[s + p:s + p * per.count])
     assert per.length * per.count >= len(unit) * reps * 0.9 - len(unit)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 3000), st.integers(1, 60), st.integers(0, 2)), min_size=1, max_size=30),
+       st.sampled_from([1, 512]))
+def test_the_arena_bound_holds_every_plan(buffers, alignment):
+    """plan_arena_bound, which plan mode reads to reject a sliver of a step without packing
+    it, is never below the arena make_plan packs (or the rejection would differ)."""
+    # allocs in the first half, frees in the second: each free names the alloc it frees by
+    # its distance back (across the cut when it wraps, steps later when ``later`` > 0, so
+    # the plan covers several copies of the step); a buffer no free names stays online
+    n = len(buffers)
+    p = 2 * n
+    template: list[tuple] = [(ALLOC, size * 7, 0) for size, _life, _later in buffers] + [(FREE, 0, 0)] * n
+    for phi, (_size, life, later) in enumerate(buffers):
+        at = n + (phi + life) % n
+        template[at] = (FREE, (at - phi) % p + later * p, 0)
+    plan = make_plan(template, alignment, rounds=0)  # (as plan mode packs: PlanSpec.pack_rounds)
+    assert plan.arena <= plan_arena_bound(template, alignment)
+    assert (plan.arena == 0) == (plan_arena_bound(template, alignment) == 0)
 
 
 def lazy_optimizer_training(steps: int) -> list[Event]:

@@ -112,6 +112,13 @@ def _live_peak(lo: np.ndarray, hi: np.ndarray, size: np.ndarray) -> int:
     return int(np.cumsum(delta[order]).max())
 
 
+def aligned_live_peak(intervals: Iterable[Sequence[int]], alignment: int = 1) -> int:
+    """The live peak of buffers ``(start, end, size)`` with sizes rounded up to ``alignment``:
+    no packing of them (:func:`pack`'s peak) is lower."""
+    lo, hi, size = _as_arrays(intervals, alignment)
+    return _live_peak(lo, hi, size)
+
+
 def peak_of(intervals: Iterable[Sequence[int]] | np.ndarray, offsets: Sequence[int] | np.ndarray) -> int:
     lo, hi, size = _as_arrays(intervals, 1)
     off = np.asarray(offsets, dtype=np.int64)

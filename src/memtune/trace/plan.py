@@ -49,8 +49,7 @@ allocator can promise. This module:
 from __future__ import annotations
 
 import threading
-import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
@@ -290,6 +289,8 @@ STEP_COVERAGE = 0.5
 #: within this share above the cycle's live peak (the online policy's own target is 1.05x
 #: the bound; 0.04 sent PanGu's plan from 1.020x to 1.057x, 0.06-0.10 keep the gains)
 CLIMB_TOLERANCE = 0.05
+#: steps whose plans a PlanAllocator remembers (see PlanAllocator._plan_of)
+PACKED_STEPS = 32
 
 
 # --------------------------------------------------------------------------- plan
@@ -315,6 +316,30 @@ class StepPlan:
         return self.arena / self.lower_bound if self.lower_bound else 1.0
 
 
+def _planned_lives(template: Sequence[tuple], max_steps: int) -> dict[int, int]:
+    """{alloc phase: events it lives} of the buffers of a step that ``make_plan`` plans."""
+    p = len(template)
+    life: dict[int, int] = {}
+    for phi, key in enumerate(template):
+        if key[0] == FREE:
+            d = key[1]
+            if 0 < d < max_steps * p:
+                r = (phi - d) % p
+                if template[r][0] == ALLOC:
+                    life[r] = d
+    return life
+
+
+def plan_arena_bound(template: Sequence[tuple], alignment: int = 512, max_steps: int = 4) -> int:
+    """An upper bound of ``make_plan(template, alignment, max_steps=max_steps).arena``
+    without packing: every planned instance's aligned size, stacked. A step whose bound
+    is already too small to be worth a plan is rejected for the price of one pass."""
+    p = len(template)
+    life = _planned_lives(template, max_steps)
+    m = max([d // p + 1 for d in life.values()] or [1])
+    return m * sum(-(-template[r][1] // alignment) * alignment for r in life)
+
+
 def make_plan(template: Sequence[tuple], alignment: int = 512, time_budget: float = 0.5,
               max_steps: int = 4, rounds: int | None = None) -> StepPlan:
     """Pack a repeating step (token keys by phase) into an arena.
@@ -330,14 +355,7 @@ def make_plan(template: Sequence[tuple], alignment: int = 512, time_budget: floa
     p = len(template)
     if p == 0:
         raise MemtuneError("cannot plan an empty step")
-    life: dict[int, int] = {}  # alloc phase -> duration (events)
-    for phi, key in enumerate(template):
-        if key[0] == FREE:
-            d = key[1]
-            if 0 < d < max_steps * p:
-                r = (phi - d) % p
-                if template[r][0] == ALLOC:
-                    life[r] = d
+    life = _planned_lives(template, max_steps)
     m = max([d // p + 1 for d in life.values()] or [1])
     length = m * p
     unrolled = list(template) * m
@@ -365,18 +383,24 @@ def make_plan(template: Sequence[tuple], alignment: int = 512, time_budget: floa
         intervals.append((0, length, sz) if end > length else (start, end, sz))  # across the cut: whole cycle
         cyclic.append((start, end, sz))
     if intervals:
-        # two packings, the better one wins: the linear packer with buffers alive across
-        # the cut held for the whole cycle, and a cyclic best fit that packs them exactly
-        t0 = time.perf_counter()
+        # two packings, the better one wins (the linear one on ties): the linear packer with
+        # buffers alive across the cut held for the whole cycle, and a cyclic best fit that
+        # packs them exactly
         wraps = any(e > length for _s, e, _z in cyclic)
-        # with buffers across the cut, the cyclic packer gets what the linear one leaves
-        pk = packing.pack(intervals, alignment=alignment, time_budget=time_budget / 2 if wraps else time_budget,
-                          rounds=rounds)
         if wraps:
-            pc = packing.pack_cyclic(cyclic, length, alignment=alignment,
-                                     time_budget=max(0.0, time_budget - (time.perf_counter() - t0)), rounds=rounds)
-            if pc.peak < pk.peak:
+            # the cyclic packer first, with the half of the time the linear one would leave
+            # it: where it packs below every linear packing's floor (the live peak with the
+            # buffers across the cut held whole), the linear packer, and its improvement
+            # rounds, could not win (200 rounds were 36 s of a 39 s step analysis)
+            pc = packing.pack_cyclic(cyclic, length, alignment=alignment, time_budget=time_budget / 2, rounds=rounds)
+            if pc.peak < packing.aligned_live_peak(intervals, alignment):
                 pk = pc
+            else:
+                pk = packing.pack(intervals, alignment=alignment, time_budget=time_budget / 2, rounds=rounds)
+                if pc.peak < pk.peak:
+                    pk = pc
+        else:
+            pk = packing.pack(intervals, alignment=alignment, time_budget=time_budget, rounds=rounds)
         offsets = {a: int(o) for (a, _d, _s), o in zip(inst, pk.offsets)}
         arena = pk.peak
         lb = int(live.max())
@@ -551,6 +575,10 @@ class PlanAllocator:
         #: of reserved memory, with that peak: looked at again once the peak is higher (on
         #: a long run the online layout drifts, and its peak creeps past what the plan needs)
         self._refused: dict[int, int] = {}
+        #: plans already made, by the step's exact keys (most recent last): a step checked
+        #: again and again (rejected as a sliver of memory, or met again after a deviation)
+        #: is packed once. A step of changing shapes met ~800 times a run cost 10 s here.
+        self._packed: OrderedDict[tuple, StepPlan] = OrderedDict()
         self._arena_bytes = 0
         self._online_seen = (0, 0, 0, 0, 0, 0)  # online stats already folded in (see _sync_reserved)
         self._online_quick: tuple[int, ...] = ()
@@ -640,13 +668,17 @@ class PlanAllocator:
         if sig in self._failed or self.stats.peak(S.RESERVED_BYTES) <= self._refused.get(sig, -1):
             self._next_check = self._pos + max(self.spec.check_every, p)
             return
-        plan = make_plan(keys, self.spec.alignment, self.spec.pack_seconds, rounds=self.spec.pack_rounds)
-        if plan.arena == 0:
-            return
         on = self.online
         # (the workload's live peak, not the online policy's own: after a plan served most
         # blocks, the online policy has seen only what came after it)
-        if plan.arena < on.spec.slack * max(on._peak_live, self.stats.peak(S.ALLOCATED_BYTES)):
+        sliver = on.spec.slack * max(on._peak_live, self.stats.peak(S.ALLOCATED_BYTES))
+        bound = plan_arena_bound(keys, self.spec.alignment)
+        if bound == 0:  # nothing to plan (make_plan's arena would be 0)
+            return
+        plan = None if bound < sliver else self._plan_of(tuple(keys))
+        if plan is not None and plan.arena == 0:
+            return
+        if plan is None or plan.arena < sliver:
             # the step is a sliver of memory: packing it saves less than the online policy's
             # slack, while moving its blocks out reshapes the online layout for nothing
             # (look again a step later: the same step would be rejected again)
@@ -658,6 +690,19 @@ class PlanAllocator:
         while first < self._pos:
             first += p
         self._pending = (plan, first, sig)
+
+    def _plan_of(self, keys: tuple) -> StepPlan:
+        """``make_plan`` of ``keys``, remembered for the last PACKED_STEPS steps (a plan is
+        read, never changed, once made)."""
+        plan = self._packed.get(keys)
+        if plan is None:
+            plan = make_plan(keys, self.spec.alignment, self.spec.pack_seconds, rounds=self.spec.pack_rounds)
+            self._packed[keys] = plan
+            if len(self._packed) > PACKED_STEPS:
+                self._packed.popitem(last=False)
+        else:
+            self._packed.move_to_end(keys)
+        return plan
 
     def _activate_run(self, rp: Any) -> None:
         """Serve a plan made from an earlier run, from the next allocation on."""
