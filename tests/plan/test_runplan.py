@@ -24,6 +24,7 @@ from memtune.trace.plan import ALLOC, PlanAllocator, PlanSpec, lifetimes
 from memtune.trace.replay import replay_device
 
 from .test_plan import KiB, lazy_optimizer_training, live_overlaps, step_events, with_measured_misses
+from .test_targets import _load
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "src" / "memtune" / "data" / "traces"
@@ -451,7 +452,7 @@ class _Plans:
         """(plan file, plan) of ``name``."""
         if name not in self.made:
             run = HELDOUT_RUNS[name]
-            tr = memtune.load_trace(run.path)
+            tr = _load(run.file)  # (loaded once per worker, for the targets' tests too)
             # a count of improvement rounds, whatever they take: the same plan on any machine
             plan = runplan.make_run_plan(tr.devices[0].events, time_budget=120.0, rounds=run.plan_rounds)
             self.made[name] = (str(plan.save(self.directory / f"{name}.json")), plan)
