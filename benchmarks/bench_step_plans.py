@@ -18,28 +18,19 @@ with --quick) and with none, as plan mode packs online.
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 import time
-from pathlib import Path
 from unittest.mock import patch
 
-REPO = Path(__file__).resolve().parents[1]
 #: the runs --quick packs (a few seconds each with 20 rounds)
 QUICK = ("dcrnn-traffic-train", "evoformer-pair-train", "vae-train", "raft-flow-train")
 
 
 def _runs():
     """The fixed-shape held-out runs of benchmarks/heldout/manifest.toml, in its order."""
-    name = "heldout_manifest"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / "heldout" / "manifest.py")
-        assert spec and spec.loader
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return [r for r in sys.modules[name].load() if r.fixed_shapes and r.set != "demo"]
+    from bench_policy import _heldout_runs  # (benchmarks/ is the path run.py runs from)
+
+    return [r for r in _heldout_runs() if r.fixed_shapes and r.set != "demo"]
 
 
 def _plan(step, rounds: int, always_linear: bool):
