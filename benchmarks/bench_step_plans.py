@@ -18,7 +18,7 @@ with --quick) and with none, as plan mode packs online.
 
 from __future__ import annotations
 
-import math
+import statistics
 import time
 from unittest.mock import patch
 
@@ -73,6 +73,6 @@ def main(quick: bool) -> None:
             ratios.append(base_s / new_s)
             print(f"{run.name[:34]:34s} {len(want.offsets):>8,d} {base_s:>13.2f}s {new_s:>8.2f}s "
                   f"{base_s / new_s:>5.1f}x", flush=True)
-        gm = math.exp(sum(map(math.log, ratios)) / len(ratios))
+        gm = statistics.geometric_mean(ratios)
         print(f"{len(ratios)} steps, {rounds} rounds: {base_total:.1f} s always linear, {new_total:.1f} s as made "
               f"({base_total / new_total:.2f}x in all, geometric mean {gm:.2f}x); every plan the same")

@@ -124,6 +124,14 @@ def test_the_arena_bound_holds_every_plan(buffers, alignment):
     assert (plan.arena == 0) == (plan_arena_bound(template, alignment) == 0)
 
 
+@pytest.mark.parametrize("kwargs, says", [({"alignment": 0}, "alignment must be a whole number of bytes >= 1; got 0"),
+                                           ({"alignment": 1.5}, "alignment .* got 1.5"),
+                                           ({"max_steps": 0}, "max_steps must be a whole number >= 1; got 0")])
+def test_the_arena_bound_names_a_bad_argument(kwargs, says):
+    with pytest.raises(ValueError, match=says):
+        plan_arena_bound([(ALLOC, 4096, 0), (FREE, 1, 0)], **kwargs)
+
+
 def lazy_optimizer_training(steps: int) -> list[Event]:
     """A training loop whose first step is longer (the optimizer's state is allocated
     on first use) and whose gradients are freed by the next step's zero_grad, as in

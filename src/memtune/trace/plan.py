@@ -289,8 +289,9 @@ STEP_COVERAGE = 0.5
 #: within this share above the cycle's live peak (the online policy's own target is 1.05x
 #: the bound; 0.04 sent PanGu's plan from 1.020x to 1.057x, 0.06-0.10 keep the gains)
 CLIMB_TOLERANCE = 0.05
-#: steps whose plans a PlanAllocator remembers (see PlanAllocator._plan_of)
-PACKED_STEPS = 32
+#: steps whose plans a PlanAllocator remembers (see PlanAllocator._plan_of): few, since a
+#: plan of a long step holds its template and offsets
+PACKED_STEPS = 8
 
 
 # --------------------------------------------------------------------------- plan
@@ -316,8 +317,9 @@ class StepPlan:
         return self.arena / self.lower_bound if self.lower_bound else 1.0
 
 
-def _planned_lives(template: Sequence[tuple], max_steps: int) -> dict[int, int]:
-    """{alloc phase: events it lives} of the buffers of a step that ``make_plan`` plans."""
+def _planned_lives(template: Sequence[tuple], max_steps: int) -> tuple[dict[int, int], int]:
+    """({alloc phase: events it lives}, copies of the step the plan covers) of the buffers of
+    a step that ``make_plan`` plans."""
     p = len(template)
     life: dict[int, int] = {}
     for phi, key in enumerate(template):
@@ -327,16 +329,18 @@ def _planned_lives(template: Sequence[tuple], max_steps: int) -> dict[int, int]:
                 r = (phi - d) % p
                 if template[r][0] == ALLOC:
                     life[r] = d
-    return life
+    return life, max([d // p + 1 for d in life.values()] or [1])
 
 
 def plan_arena_bound(template: Sequence[tuple], alignment: int = 512, max_steps: int = 4) -> int:
     """An upper bound of ``make_plan(template, alignment, max_steps=max_steps).arena``
     without packing: every planned instance's aligned size, stacked. A step whose bound
     is already too small to be worth a plan is rejected for the price of one pass."""
-    p = len(template)
-    life = _planned_lives(template, max_steps)
-    m = max([d // p + 1 for d in life.values()] or [1])
+    if isinstance(alignment, bool) or not isinstance(alignment, int) or alignment < 1:
+        raise ValueError(f"alignment must be a whole number of bytes >= 1; got {alignment!r}")
+    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
+        raise ValueError(f"max_steps must be a whole number >= 1; got {max_steps!r}")
+    life, m = _planned_lives(template, max_steps)
     return m * sum(-(-template[r][1] // alignment) * alignment for r in life)
 
 
@@ -355,8 +359,7 @@ def make_plan(template: Sequence[tuple], alignment: int = 512, time_budget: floa
     p = len(template)
     if p == 0:
         raise MemtuneError("cannot plan an empty step")
-    life = _planned_lives(template, max_steps)
-    m = max([d // p + 1 for d in life.values()] or [1])
+    life, m = _planned_lives(template, max_steps)
     length = m * p
     unrolled = list(template) * m
     # every instance: (phase in the cycle, duration, size)
