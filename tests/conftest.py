@@ -65,15 +65,21 @@ def _piped_terminal_width(monkeypatch):
 #: is cached per worker process, so all the tests of one trace, in all three files, run on
 #: one worker: CI's time is mostly these, and a whole file on one worker left the other idle.
 PER_TRACE_FILES = ("test_targets.py", "test_runplan.py", "test_longer_runs.py")
+#: Tests of other files that also take one held-out run each: they go to that run's worker,
+#: where its recording is loaded already (heldout_runs.load_recording)
+PER_TRACE_TESTS = ("test_repeat_step_is_the_reference_on_held_out_traces",
+                   "test_detect_period_is_the_reference_on_held_out_traces")
 _REPO = Path(__file__).resolve().parents[1]
 
 
 def work_unit(nodeid: str) -> str:
     """The unit of work that runs on one xdist worker: ``trace:<name>`` for a test of
-    PER_TRACE_FILES whose one parameter is a trace, else the test's file. Read from the
-    node id alone, because the controller, which schedules, sees nothing else."""
+    PER_TRACE_FILES (or one of PER_TRACE_TESTS) whose one parameter is a trace, else the
+    test's file. Read from the node id alone, because the controller, which schedules,
+    sees nothing else."""
     path, _, test = nodeid.partition("::")
-    if Path(path).name in PER_TRACE_FILES and test.endswith("]") and "[" in test:
+    if test.endswith("]") and "[" in test and (Path(path).name in PER_TRACE_FILES
+                                               or test[:test.index("[")] in PER_TRACE_TESTS):
         return "trace:" + test[test.index("[") + 1:-1].removesuffix(".jsonl.gz")
     return path
 

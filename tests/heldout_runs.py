@@ -48,6 +48,18 @@ class Replayed:
 
 
 @functools.cache
+def load_recording(file: str):
+    """The recording ``file`` (a held-out run's, by file name, or else a shared trace's),
+    loaded once per worker: the tests of one run, in every file, run on one worker
+    (tests/conftest.py) and read the same loaded trace, which none of them changes."""
+    import memtune
+    from shared_traces import SHARED_TRACES
+
+    run = next((r for r in HELDOUT_RUNS if r.file == file), None)
+    return memtune.load_trace(run.path if run is not None else SHARED_TRACES / file)
+
+
+@functools.cache
 def later_run(name: str):
     """The later run of ``name`` (benchmarks/heldout/rerun), loaded once per worker."""
     import memtune

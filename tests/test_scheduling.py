@@ -47,6 +47,9 @@ def test_every_test_of_a_trace_runs_on_one_worker(tmp_path):
     """)
     for file in ("test_targets.py", "test_runplan.py", "test_other.py"):
         (tmp_path / file).write_text(body.replace("test_a", f"test_a_{file[5:-3]}").replace("test_b", f"test_b_{file[5:-3]}"))
+    # a test of another file that takes one held-out run (conftest.PER_TRACE_TESTS) goes with its run
+    (tmp_path / "test_reference.py").write_text(body.replace("test_a(", "test_repeat_step_is_the_reference_on_held_out_traces(")
+                                                .replace("test_b(", "test_detect_period_is_the_reference_on_held_out_traces("))
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadgroup",
          "--no-loadscope-reorder", "-o", "addopts=", str(tmp_path)],
@@ -58,6 +61,6 @@ def test_every_test_of_a_trace_runs_on_one_worker(tmp_path):
         test, _, param = ran.name.partition("[")
         unit = "other" if test.endswith("_other") else param.removesuffix("]").removesuffix(".jsonl.gz")
         workers[unit].add(ran.read_text())
-    assert len(list(log.iterdir())) == 3 * 2 * len(TRACES)
+    assert len(list(log.iterdir())) == 4 * 2 * len(TRACES)
     assert all(len(w) == 1 for w in workers.values()), dict(workers)
     assert set.union(*workers.values()) == {"gw0", "gw1"}, dict(workers)

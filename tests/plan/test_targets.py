@@ -17,8 +17,8 @@ import dataclasses
 import functools
 
 import pytest
-from heldout_runs import HELDOUT_RUNS, replay_later_run
-from shared_traces import ALL_TRACES, REPO as _REPO, SHARED_TRACES as _SHARED
+from heldout_runs import HELDOUT_RUNS, load_recording, replay_later_run
+from shared_traces import ALL_TRACES, REPO as _REPO
 
 from .test_plan import with_measured_misses
 
@@ -123,11 +123,8 @@ SAC = ("a 5.73 MiB workload: memtune holds 3 pages of 2 MiB, as pytorch-cuda doe
        "(24 KiB) of its tiny phase, which stay live")
 
 
-@functools.cache
-def _load(name: str):
-    import memtune
-
-    return memtune.load_trace(HELDOUT.get(name) or _SHARED / name)
+#: the recording of a held-out run or shared trace, by file name, loaded once per worker
+_load = load_recording
 
 
 @functools.cache

@@ -267,6 +267,83 @@ def test_jsonl_round_trip_and_streaming(tmp_path):
     assert list(iter_events(path)) == [(d.device, e) for d in trace.devices for e in d.events]
 
 
+def _line_by_line(path, **kw):
+    """What memtune's JSON Lines reader gives (or raises) reading line by line: its
+    decoding of the whole file at once (jsonl._read_regular) must give the same."""
+    from memtune.trace.formats import jsonl
+
+    out: dict = {}
+    try:
+        events = list(jsonl.iter_device_events(path, header_out=out, **kw))
+    except TraceError as e:
+        return "error", str(e)
+    for dt, ev in events:
+        dt.events.append(ev)
+    return "ok", (out["devices"], dict(out["header"].get("metadata") or {}))
+
+
+def _read(path, **kw):
+    try:
+        t = load_trace(path, format="memtune-jsonl", **kw)
+    except TraceError as e:
+        return "error", str(e)
+    return "ok", (t.devices, t.metadata)
+
+
+IRREGULAR = {
+    "two events on a line": lambda lines: [lines[0], lines[1] + "," + lines[2], *lines[3:]],
+    "an event over two lines": lambda lines: [lines[0], lines[1].replace(",", ",\n", 1), *lines[2:]],
+    "both (as many objects as lines)": lambda lines: [lines[0], lines[1] + "," + lines[2],
+                                                      lines[3].replace(",", ",\n", 1), *lines[4:]],
+    "a blank line": lambda lines: [lines[0], "", *lines[1:]],
+    "spaces around an event": lambda lines: [lines[0], " " + lines[1] + " ", *lines[2:]],
+    "CRLF line ends": lambda lines: [line + "\r" for line in lines],
+    "a bool size": lambda lines: [lines[0], lines[1].replace('"s":', '"s":true,"x":'), *lines[2:]],
+    "a float address": lambda lines: [lines[0], lines[1].replace('"p":', '"p":1.5,"x":'), *lines[2:]],
+    "an unknown action": lambda lines: [lines[0], lines[1].replace('"a":"alloc"', '"a":"grow"'), *lines[2:]],
+    "an info list": lambda lines: [lines[0], lines[1][:-1] + ',"i":[1]}', *lines[2:]],
+    "a string time": lambda lines: [lines[0], lines[1][:-1] + ',"t":"1"}', *lines[2:]],
+    "a list for an event": lambda lines: [lines[0], "[1]", *lines[2:]],
+    "a free of a live block's neighbour": lambda lines: [*lines, '{"a":"free","p":12345}'],
+    "an event of an unknown device": lambda lines: [lines[0], lines[1][:-1] + ',"d":7}', *lines[2:]],
+    "a lost last line": lambda lines: lines[:-1],
+    "no events": lambda lines: lines[:1],
+    "a header only, no newline": lambda lines: lines[:1],
+}
+
+
+@pytest.mark.parametrize("edit", sorted(IRREGULAR))
+def test_jsonl_read_at_once_is_the_line_by_line_read(tmp_path, edit):
+    """The reader decodes a file as memtune writes it in one go and hands anything else to
+    the line-by-line reader: either way the same trace, or the same error naming the line."""
+    path = tmp_path / "t.jsonl"
+    save_trace(_sample_trace(), path)
+    lines = path.read_text().split("\n")[:-1]
+    end = "" if edit == "a header only, no newline" else "\n"
+    path.write_text("\n".join(IRREGULAR[edit](lines)) + end, newline="")
+    want = _line_by_line(path)
+    assert _read(path) == want
+    if edit in ("two events on a line", "an event over two lines", "both (as many objects as lines)"):
+        assert want[0] == "error"
+    lenient = _line_by_line(path, lenient=True)
+    assert _read(path, lenient=True) == lenient
+
+
+def test_jsonl_read_at_once_is_the_line_by_line_read_on_the_held_out_runs():
+    """Every recording in the repository (the demo set, the held-out runs and their later
+    runs), read both ways."""
+    repo = Path(__file__).resolve().parents[2]
+    paths = sorted([*(repo / "src" / "memtune" / "data" / "traces").glob("*.jsonl.gz"),
+                    *(repo / "benchmarks" / "heldout").glob("*.jsonl.gz")])
+    assert len(paths) > 100
+    from memtune.trace.formats import jsonl
+
+    for path in paths[::14]:  # (every fourteenth: each takes a second or two both ways)
+        got = _read(path)
+        assert got[0] == "ok" and got == _line_by_line(path), path.name
+        assert jsonl._read_regular(path, str(path)) is not None, f"{path.name} was not read at once"
+
+
 def test_convert_every_format_then_compare(tmp_path):
     rmm = tmp_path / "r.csv"
     write_rmm_log(rmm)
