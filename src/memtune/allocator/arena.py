@@ -513,7 +513,6 @@ class ArenaAllocator(AllocatorBase):
                 "virtual memory (reserve_address_space/map/unmap); use a SimulatedDevice"
             )
         super().__init__(spec, device, env_verbose)
-        self.stats = S.Stats(active_is_allocated=True)  # no block is split off a larger one
         self._regions: dict[tuple[int, int], _Region] = {}
         self._region_at: SortedDict = SortedDict()  # base -> region
         # tiny phase (peak live below one page): exact device allocations, cached by size

@@ -63,7 +63,9 @@ class AllocatorBase:
         self.device = device
         self.name: str = spec.name
         self._lock = threading.RLock()
-        self.stats = Stats()
+        # a block is active exactly while it is allocated here: no allocator defers a free
+        # to a stream's pending work, where c10's active stats part from its allocation ones
+        self.stats = Stats(active_is_allocated=True)
         self._live: dict[int, Any] = {}
         self._reserved = 0
         self._frees = 0

@@ -36,9 +36,10 @@ class Stats:
     __slots__ = ("v", "num_alloc_retries", "num_ooms", "num_device_alloc", "num_device_free", "_rows", "_shared")
 
     def __init__(self, active_is_allocated: bool = False) -> None:
-        """``active_is_allocated``: for allocators that never split a block off a larger
-        one (memtune's), where every active block is an allocated one: the active rows
-        are the allocation rows, and on_alloc / on_free update them once."""
+        """``active_is_allocated``: for allocators where a block is active exactly while it
+        is allocated (every one here: none defers a free to a stream's pending work, as
+        c10 does for blocks a stream still uses): the active rows are the allocation rows,
+        and on_alloc / on_free update them once."""
         self.v = [[0, 0, 0, 0] for _ in range(len(STAT_NAMES) * 3)]
         self._shared = active_is_allocated
         if active_is_allocated:
