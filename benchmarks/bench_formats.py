@@ -6,6 +6,10 @@ avoid: the restricted unpickle alone (snapshots), gzip + ``json.load``
 (profiler traces), ``csv.reader`` (CSV) and ``json.loads`` per line (JSON Lines).
 "ratio" = reader time / bare time: the price of validation, ordering and
 warm-state reconstruction.
+
+Then the JSON Lines reader on the held-out recordings (benchmarks/heldout), reading each
+file's events in one decode (as ``load_trace`` does) against reading it line by line
+(the baseline, the same run): every trace checked equal, "speedup" = line by line / at once.
 """
 
 from __future__ import annotations
@@ -87,6 +91,31 @@ def main(quick: bool) -> None:
                 f"{t_reader / t_bare:6.2f}",
                 flush=True,
             )
+
+    _at_once_vs_line_by_line(quick)
+
+
+def _at_once_vs_line_by_line(quick: bool) -> None:
+    from unittest.mock import patch
+
+    from memtune.trace.formats import jsonl, load_trace
+
+    paths = sorted((REPO / "benchmarks" / "heldout").glob("*.jsonl.gz"))
+    paths = paths[::12] if quick else paths
+    at_once = line_by_line = 0.0
+    events = 0
+    for path in paths:
+        t0 = time.perf_counter()
+        fast = load_trace(path)
+        t1 = time.perf_counter()
+        with patch.object(jsonl, "_read_regular", lambda *_a: None):
+            slow = load_trace(path)
+        t2 = time.perf_counter()
+        assert fast.devices == slow.devices and fast.metadata == slow.metadata, path.name
+        at_once, line_by_line = at_once + t1 - t0, line_by_line + t2 - t1
+        events += sum(len(d.events) for d in fast.devices)
+    print(f"\nJSON Lines, {len(paths)} held-out recordings, {events:,} events: at once {events / at_once:,.0f} ev/s, "
+          f"line by line {events / line_by_line:,.0f} ev/s, speedup {line_by_line / at_once:.2f}x", flush=True)
 
 
 if __name__ == "__main__":

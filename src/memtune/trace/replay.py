@@ -528,9 +528,14 @@ def _run(trace, dt, policy, eff, cap, alloc, dev, timeline, lenient, timeline_po
     events = dt.events
     ALLOC, FREE, EMPTY = Action.ALLOC, Action.FREE, Action.EMPTY_CACHE
     OOM = Action.OOM
-    replayed = [i for i, ev in enumerate(events)
-                if ev.action is ALLOC or ev.action is FREE or ev.action is EMPTY or (ev.action is OOM and ev.size > 0)]
-    inferred = set(infer_empty_cache(events, dt.initial_reserved_bytes(), dt.capacity)) if infer else set()
+    actions = [ev.action for ev in events]
+    replayed: Sequence[int]
+    if actions.count(ALLOC) + actions.count(FREE) == len(actions):  # (most traces: the C-level counts suffice)
+        replayed = range(len(actions))
+    else:
+        replayed = [i for i, act in enumerate(actions)
+                    if act is ALLOC or act is FREE or act is EMPTY or (act is OOM and events[i].size > 0)]
+    inferred = set(_inferred_empty_cache(events, actions, dt.initial_reserved_bytes(), dt.capacity)) if infer else set()
     if inferred:
         replayed = sorted(set(replayed) | inferred)
     n = len(replayed)
@@ -713,8 +718,13 @@ def infer_empty_cache(events: Sequence, initial_reserved: int = 0, capacity: int
     device allocation right after the run would not have fit without it.
     Traces that record EMPTY_CACHE events get no inference.
     """
-    if any(ev.action is Action.EMPTY_CACHE for ev in events):
-        return []
+    return _inferred_empty_cache(events, [ev.action for ev in events], initial_reserved, capacity)
+
+
+def _inferred_empty_cache(events: Sequence, actions: list, initial_reserved: int, capacity: int | None) -> list[int]:
+    """:func:`infer_empty_cache`, given each event's action (``actions``)."""
+    if Action.EMPTY_CACHE in actions or not (Action.SEGMENT_FREE in actions or Action.SEGMENT_UNMAP in actions):
+        return []  # (C-level scans: a recording of alloc and free events only costs no loop here)
     grow = (Action.SEGMENT_ALLOC, Action.SEGMENT_MAP)
     out: list[int] = []
     n = len(events)
