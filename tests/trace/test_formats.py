@@ -312,10 +312,15 @@ IRREGULAR = {
 }
 
 
+@pytest.mark.parametrize("chunk", [1 << 22, 100], ids=["4MiB", "100B"])
 @pytest.mark.parametrize("edit", sorted(IRREGULAR))
-def test_jsonl_read_at_once_is_the_line_by_line_read(tmp_path, edit):
-    """The reader decodes a file as memtune writes it in one go and hands anything else to
-    the line-by-line reader: either way the same trace, or the same error naming the line."""
+def test_jsonl_read_at_once_is_the_line_by_line_read(tmp_path, monkeypatch, edit, chunk):
+    """The reader decodes a file as memtune writes it a few MiB of lines at a time (here
+    also a line or two at a time) and hands anything else to the line-by-line reader:
+    either way the same trace, or the same error naming the line."""
+    from memtune.trace.formats import jsonl
+
+    monkeypatch.setattr(jsonl, "_CHUNK_BYTES", chunk)
     path = tmp_path / "t.jsonl"
     save_trace(_sample_trace(), path)
     lines = path.read_text().split("\n")[:-1]

@@ -362,61 +362,41 @@ def _read_regular(path: PathLike, source: str) -> Trace | None:
 
 
 def _read_at_once(path: PathLike, source: str) -> Trace | None:
-    """:func:`read` (strict) of a file as memtune writes it, in one JSON decode of all its
-    events; None when the file is anything else -- a line that is not exactly one event
-    object, a field of another type, an inconsistent stream, an error of any kind -- so
-    that the line-by-line reader reads it and names the line.
+    """:func:`read` (strict) of a file as memtune writes it, decoding its events a few MiB
+    of lines at a time; None when the file is anything else -- a line that is not exactly
+    one event object, a field of another type, an inconsistent stream, an error of any
+    kind -- so that the line-by-line reader reads it and names the line.
 
     Why: decoding line by line is most of the time a large trace takes to load, and
     the tests and sweeps load hundreds of them."""
     try:
         with open_text(path) as f:
-            text = f.read()
-    except DECODE_ERRORS:
-        return None
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    if not lines:
-        return None
-    body = lines[1:]
-    # one object per line: a value that spans lines, or two on one line, starts or ends a
-    # line with something else (strings hold no raw newline)
-    if not all(line[:1] == "{" and line[-1:] == "}" for line in body):
-        return None
-    try:
-        head = _parse_header(lines[0], source)
-        devices: dict[int, tuple[DeviceTrace, int | None, StreamChecker]] = {}
-        for i, d in enumerate(head["devices"]):
-            dt, n = _device_from_header(d, i, source)
-            if dt.device in devices:
-                return None
-            checker = StreamChecker(source)
-            checker.skipped = dt.skipped
-            checker.seed(dt.initial_live())
-            devices[dt.device] = (dt, n, checker)
-        objs = _DECODER.decode("[" + ",".join(body) + "]")
-    except (TraceError, ValueError, RecursionError, MemoryError, KeyError, TypeError):
-        return None
-    if len(objs) != len(body):
-        return None
-    actions, finite = _ACTIONS, math.isfinite
-    adds = {dev: entry[2].add for dev, entry in devices.items()}
-    try:
-        for obj in objs:
-            name = obj.get("a")
-            action = actions.get(name) if type(name) is str else None
-            dev, address, size, stream = obj.get("d", 0), obj.get("p", 0), obj.get("s", 0), obj.get("st", 0)
-            t, info = obj.get("t"), obj.get("i")
-            if (action is None or type(dev) is not int or type(address) is not int or type(size) is not int
-                    or type(stream) is not int or not (t is None or (type(t) in (int, float) and finite(t)))
-                    or not (info is None or type(info) is dict)):
-                return None
-            add = adds.get(dev)
-            if add is None:
-                return None
-            add(Event(action, address, size, stream, t, info))
-    except (TraceError, AttributeError):  # (an inconsistent stream; not an object)
+            first = f.readline()
+            head = _parse_header(first, source)
+            devices: dict[int, tuple[DeviceTrace, int | None, StreamChecker]] = {}
+            for i, d in enumerate(head["devices"]):
+                dt, n = _device_from_header(d, i, source)
+                if dt.device in devices:
+                    return None
+                checker = StreamChecker(source)
+                checker.skipped = dt.skipped
+                checker.seed(dt.initial_live())
+                devices[dt.device] = (dt, n, checker)
+            adds = {dev: entry[2].add for dev, entry in devices.items()}
+            while True:
+                chunk = f.readlines(_CHUNK_BYTES)
+                if not chunk:
+                    break
+                body = [line[:-1] if line[-1:] == "\n" else line for line in chunk]
+                # one object per line: a value over two lines, or two on one line, starts or
+                # ends a line with something else (strings hold no raw newline)
+                if not all(line[:1] == "{" and line[-1:] == "}" for line in body):
+                    return None
+                objs = _DECODER.decode("[" + ",".join(body) + "]")
+                if len(objs) != len(body) or not _add_events(objs, adds):
+                    return None
+    except (*DECODE_ERRORS, TraceError, ValueError, RecursionError, MemoryError, KeyError, TypeError,
+            AttributeError):  # (anything else: the line-by-line reader names it)
         return None
     for dt, n, checker in devices.values():
         if n is not None and len(checker.events) != n:
@@ -424,3 +404,28 @@ def _read_at_once(path: PathLike, source: str) -> Trace | None:
         dt.events.extend(checker.events)
     return Trace(source=source, format=FORMAT, devices=[v[0] for v in devices.values()],
                  metadata=dict(head.get("metadata") or {}))
+
+
+#: lines :func:`_read_at_once` decodes at once: about this many bytes of them
+_CHUNK_BYTES = 1 << 22
+
+
+def _add_events(objs: list, adds: Mapping[int, Any]) -> bool:
+    """Append the event of each decoded line to its device's stream checker (which raises
+    TraceError on an inconsistent stream); False at the first line that is not a regular
+    event (a field missing its type, an unknown action or device)."""
+    actions, finite = _ACTIONS, math.isfinite
+    for obj in objs:
+        name = obj.get("a")
+        action = actions.get(name) if type(name) is str else None
+        dev, address, size, stream = obj.get("d", 0), obj.get("p", 0), obj.get("s", 0), obj.get("st", 0)
+        t, info = obj.get("t"), obj.get("i")
+        if (action is None or type(dev) is not int or type(address) is not int or type(size) is not int
+                or type(stream) is not int or not (t is None or (type(t) in (int, float) and finite(t)))
+                or not (info is None or type(info) is dict)):
+            return False
+        add = adds.get(dev)
+        if add is None:
+            return False
+        add(Event(action, address, size, stream, t, info))
+    return True
