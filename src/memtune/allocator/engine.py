@@ -18,6 +18,7 @@ list by address. Expandable segments also keep unmapped ranges keyed
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from typing import Iterable
 
 from sortedcontainers import SortedList
@@ -208,14 +209,25 @@ class Allocator(AllocatorBase):
         max_split_size / max_non_split_rounding rules. None if no block qualifies."""
         if self._gc_on:
             pool.gc_calls += 1
-        # an iterator from the lower bound: positional indexing would rebuild SortedList's index
-        it = pool.free.irange((sk, size, 0))
-        key = next(it, None)
-        if key is None or key[0] != sk:
+        # the first key from the lower bound: one bisect of SortedList's sublist maxima, then
+        # of one sublist (what irange's first step does, without its Python-level steps per
+        # allocation; positional indexing would rebuild SortedList's index). _maxes and
+        # _lists are SortedList's layout in the sortedcontainers pyproject.toml requires, 2.4
+        # and later, as in memtune.allocator.arena._BestFit
+        free, low = pool.free, (sk, size, 0)
+        pos = bisect_left(free._maxes, low)
+        if pos == len(free._maxes):
+            return None
+        sub = free._lists[pos]
+        key = sub[bisect_left(sub, low)]
+        if key[0] != sk:
             return None
         fmap = pool.fmap
         b = fmap[key[2]]
         if b.seg.expandable:
+            # an iterator past the first key, for the blocks after it
+            it = free.irange(low)
+            next(it)
             if self._expandable:
                 # best fit by the size a block can grow to (c10 get_free_block)
                 def exp_size(x: Block) -> int:
