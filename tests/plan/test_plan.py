@@ -79,14 +79,18 @@ def test_tokens_are_step_invariant_and_the_period_is_found_after_a_warmup():
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.integers(0, 4), min_size=1, max_size=40), st.integers(1, 12), st.integers(0, 300),
-       st.integers(2, 4), st.lists(st.integers(0, 4), max_size=3))
-def test_suffix_period_is_the_reference(step, copies, max_period, repeats, tail):
+       st.integers(1, 4), st.lists(st.integers(0, 4), max_size=3), st.booleans())
+def test_suffix_period_is_the_reference(step, copies, max_period, repeats, tail, cut):
     """The period found at the newest token is the one the earlier version found (many
-    candidates: tokens from a small alphabet; most streams here repeat a step)."""
+    candidates: tokens from a small alphabet; most streams here repeat a step; the edges
+    too: one repetition, whose period may reach back to the first token, periods from 0,
+    and streams cut short, down to none)."""
     from reference_algorithms import reference_suffix_period
 
     toks = np.array(step * copies + tail, dtype=np.int64)
-    for min_period in (1, 4):
+    if cut:
+        toks = toks[:len(toks) // 3]
+    for min_period in (0, 1, 4):
         assert suffix_period(toks, min_period, max_period, repeats) == reference_suffix_period(
             toks, min_period, max_period, repeats)
 

@@ -256,16 +256,21 @@ def suffix_period(tokens: np.ndarray, min_period: int, max_period: int, repeats:
     if hi < min_period:
         return None
     rev = tokens[::-1]
-    # candidates: the last few tokens must match p tokens earlier
+    # candidates: the last few tokens must match p tokens earlier (rev[j + p] == rev[j]
+    # for j < k, where j + p is in the stream): the last token over every p, then the
+    # next ones over the periods still standing, usually few
+    if not n:
+        return None
+    cand = np.flatnonzero(rev[:hi + 1] == rev[0])
+    if hi >= n:  # (p = n reaches past the stream: nothing to test, it stands)
+        cand = np.append(cand, n)
+    cand = cand[cand >= min_period]
     k = min(8, hi)
-    ok = np.ones(hi + 1, dtype=bool)
-    ok[:min_period] = False
-    for j in range(k):
-        last = rev[j]
-        # rev[j + p] == last  for p in 0..hi
-        seg = rev[j: j + hi + 1]
-        ok[: len(seg)] &= seg == last
-    cand = np.flatnonzero(ok)
+    for j in range(1, k):
+        if not len(cand):
+            break
+        at = j + cand
+        cand = cand[(at >= n) | (rev[np.minimum(at, n - 1)] == rev[j])]
     if len(cand) > 1:
         # tokens k..63 from the end, against p tokens earlier, for every candidate at once
         # (where the repetition reaches them): a stream whose tokens recur without a period
