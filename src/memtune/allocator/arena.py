@@ -67,7 +67,6 @@ like any preset.
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -76,6 +75,7 @@ from sortedcontainers import SortedDict, SortedList
 from memtune.allocator import stats as S
 from memtune.allocator.base import _LARGE, _POOL_NAME, _SMALL, AllocatorBase, _notify_created
 from memtune.allocator.events import EventKind
+from memtune.allocator.pools import first_at_least
 from memtune.allocator.limits import Limits
 from memtune.devices.base import Device, DeviceOutOfMemory
 from memtune.errors import AllocatorUsageError, OutOfMemoryError
@@ -201,17 +201,8 @@ class _BestFit(SortedList):
     """Free holes as (size, start): the smallest that fits, lowest start on ties, is one bisect."""
 
     def take(self, size: int) -> int | None:
-        # (one bisect of SortedList's sublist maxima, then of one sublist: what
-        # bisect_left and indexing do, without their Python-level steps per allocation.
-        # _maxes and _lists are SortedList's layout in the sortedcontainers pyproject.toml
-        # requires, 2.4 and later; tests/allocator checks best fit's choices)
-        maxes = self._maxes
-        key = (size, 0)
-        pos = bisect_left(maxes, key)
-        if pos == len(maxes):
-            return None
-        sub = self._lists[pos]
-        return sub[bisect_left(sub, key)][1]
+        hole = first_at_least(self, (size, 0))
+        return None if hole is None else hole[1]
 
 
 class _FirstFit:

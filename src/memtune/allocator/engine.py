@@ -18,7 +18,6 @@ list by address. Expandable segments also keep unmapped ranges keyed
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from typing import Iterable
 
 from sortedcontainers import SortedList
@@ -26,6 +25,7 @@ from sortedcontainers import SortedList
 from memtune.allocator import stats as S
 from memtune.allocator.base import _LARGE, _POOL_NAME, _SMALL, AllocatorBase, _notify_created, check_stream
 from memtune.allocator.events import EventKind
+from memtune.allocator.pools import first_at_least
 from memtune.allocator.spec import PresetSpec
 from memtune.allocator.verbose import _SCOPED, PROFILING, log_profile
 from memtune.devices.base import Device, DeviceOutOfMemory
@@ -209,18 +209,9 @@ class Allocator(AllocatorBase):
         max_split_size / max_non_split_rounding rules. None if no block qualifies."""
         if self._gc_on:
             pool.gc_calls += 1
-        # the first key from the lower bound: one bisect of SortedList's sublist maxima, then
-        # of one sublist (what irange's first step does, without its Python-level steps per
-        # allocation; positional indexing would rebuild SortedList's index). _maxes and
-        # _lists are SortedList's layout in the sortedcontainers pyproject.toml requires, 2.4
-        # and later, as in memtune.allocator.arena._BestFit
         free, low = pool.free, (sk, size, 0)
-        pos = bisect_left(free._maxes, low)
-        if pos == len(free._maxes):
-            return None
-        sub = free._lists[pos]
-        key = sub[bisect_left(sub, low)]
-        if key[0] != sk:
+        key = first_at_least(free, low)
+        if key is None or key[0] != sk:
             return None
         fmap = pool.fmap
         b = fmap[key[2]]

@@ -7,8 +7,11 @@ is built from. Each is a small frozen object with one method, so a new policy
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
+
+from sortedcontainers import SortedList
 
 KiB = 1 << 10
 MiB = 1 << 20
@@ -114,3 +117,19 @@ class NeverSplit:
 
     def should_split(self, block_size: int, rounded: int, small: bool) -> bool:
         return False
+
+
+def first_at_least(free: SortedList, low: Any) -> Any:
+    """The first item of ``free`` not below ``low`` (None if none): a free list's best fit.
+
+    Why: one bisect of SortedList's sublist maxima, then of one sublist -- what
+    ``irange(low)``'s first step does, without its Python-level steps, on every allocation
+    (positional indexing would rebuild SortedList's index). ``_maxes`` and ``_lists`` are
+    SortedList's layout in the sortedcontainers that pyproject.toml requires, 2.4 and
+    later; tests/allocator and tests/plan/test_arena.py check the fits built on it."""
+    maxes = free._maxes
+    pos = bisect_left(maxes, low)
+    if pos == len(maxes):
+        return None
+    sub = free._lists[pos]
+    return sub[bisect_left(sub, low)]

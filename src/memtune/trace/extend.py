@@ -13,7 +13,6 @@ that one step.
 from __future__ import annotations
 
 import dataclasses
-import gc
 import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import numpy as np
 
 from memtune.errors import MemtuneError
-from memtune.trace.model import Action, DeviceTrace, Event, Trace
+from memtune.trace.model import Action, DeviceTrace, Event, Trace, paused_gc
 
 if TYPE_CHECKING:
     from memtune.trace.plan import Period
@@ -377,15 +376,7 @@ def _event(action: Action, address: int, size: int, stream: int, _new=object.__n
 
 
 def _events(actions: list, addresses: list[int], sizes: list[int], streams: list[int]) -> list[Event]:
-    """``[Event(a, addr, size, stream) for ...]`` with the cyclic garbage collector paused.
-
-    Why: making millions of objects runs the collector over all of them again and again
-    (a third of the time here), and these events hold no reference cycles.
-    """
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    """``[Event(a, addr, size, stream) for ...]`` with the cyclic garbage collector paused
+    (:func:`memtune.trace.model.paused_gc`)."""
+    with paused_gc():
         return list(map(_event, actions, addresses, sizes, streams))
-    finally:
-        if collecting:
-            gc.enable()

@@ -11,7 +11,6 @@ an error; :func:`iter_device_events` streams line by line.
 
 from __future__ import annotations
 
-import gc
 import gzip
 import json
 import math
@@ -20,7 +19,7 @@ from typing import IO, Any, Iterator, Mapping
 
 from memtune.errors import TraceError
 from memtune.trace.formats._common import DECODE_ERRORS, PathLike, StreamChecker, describe, display, open_text
-from memtune.trace.model import Action, BlockState, DeviceTrace, Event, SegmentState, Trace
+from memtune.trace.model import Action, BlockState, DeviceTrace, Event, SegmentState, Trace, paused_gc
 
 FORMAT = "memtune-jsonl"
 MAGIC = "memtune-trace"
@@ -281,6 +280,21 @@ def _lines(f: IO[str], path: str) -> Iterator[tuple[int, str]]:
             yield n, line
 
 
+def _header_devices(head: Mapping[str, Any], source: str,
+                    lenient: bool) -> dict[int, tuple[DeviceTrace, int | None, StreamChecker]]:
+    """{device: (its DeviceTrace, the events the header promises, its stream checker)}."""
+    devices: dict[int, tuple[DeviceTrace, int | None, StreamChecker]] = {}
+    for i, d in enumerate(head["devices"]):
+        dt, n = _device_from_header(d, i, source)
+        if dt.device in devices:
+            raise TraceError(f"device {dt.device} appears twice in the header", path=source, location="line 1")
+        checker = StreamChecker(source, lenient=lenient)
+        checker.skipped = dt.skipped
+        checker.seed(dt.initial_live())
+        devices[dt.device] = (dt, n, checker)
+    return devices
+
+
 def iter_device_events(
     path: PathLike, *, lenient: bool = False, header_out: dict[str, Any] | None = None
 ) -> Iterator[tuple[DeviceTrace, Event]]:
@@ -294,15 +308,7 @@ def iter_device_events(
         if first is None:
             raise TraceError("the file is empty", path=source)
         head = _parse_header(first[1], source)
-        devices: dict[int, tuple[DeviceTrace, int | None, StreamChecker]] = {}
-        for i, d in enumerate(head["devices"]):
-            dt, n = _device_from_header(d, i, source)
-            if dt.device in devices:
-                raise TraceError(f"device {dt.device} appears twice in the header", path=source, location="line 1")
-            checker = StreamChecker(source, lenient=lenient)
-            checker.skipped = dt.skipped
-            checker.seed(dt.initial_live())
-            devices[dt.device] = (dt, n, checker)
+        devices = _header_devices(head, source, lenient)
         if header_out is not None:
             header_out["header"] = head
             header_out["devices"] = [v[0] for v in devices.values()]
@@ -349,16 +355,9 @@ def read(path: PathLike, *, lenient: bool = False) -> Trace:
 
 
 def _read_regular(path: PathLike, source: str) -> Trace | None:
-    """:func:`_read_at_once` with the cyclic garbage collector paused: the millions of
-    objects it makes hold no reference cycles, and the collector would go over them
-    again and again (a quarter of the time, measured on 40 later runs)."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    """:func:`_read_at_once` with the garbage collector paused (:func:`paused_gc`)."""
+    with paused_gc():
         return _read_at_once(path, source)
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def _read_at_once(path: PathLike, source: str) -> Trace | None:
@@ -373,15 +372,7 @@ def _read_at_once(path: PathLike, source: str) -> Trace | None:
         with open_text(path) as f:
             first = f.readline()
             head = _parse_header(first, source)
-            devices: dict[int, tuple[DeviceTrace, int | None, StreamChecker]] = {}
-            for i, d in enumerate(head["devices"]):
-                dt, n = _device_from_header(d, i, source)
-                if dt.device in devices:
-                    return None
-                checker = StreamChecker(source)
-                checker.skipped = dt.skipped
-                checker.seed(dt.initial_live())
-                devices[dt.device] = (dt, n, checker)
+            devices = _header_devices(head, source, lenient=False)
             adds = {dev: entry[2].add for dev, entry in devices.items()}
             while True:
                 chunk = f.readlines(_CHUNK_BYTES)
