@@ -105,12 +105,68 @@ def _under_loadgroup(config: pytest.Config) -> bool:
     return getattr(config.option, "loadgroup", False) or getattr(config.option, "dist", "no") == "loadgroup"
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--heldout", default="auto", metavar="WHICH",
+        help="which held-out runs the tests that sweep the held-out corpus check: 'auto' (default: "
+             "the shard of this commit, which rotates with the commit count; every run when tests are "
+             "picked with -k, -m or a node id), 'all', or one shard 'J/N' (tests/heldout_runs.py, "
+             "RUNS_PER_SHARD)")
+
+
+def _picked_by_hand(config: pytest.Config) -> bool:
+    """Tests picked with -k, -m or a node id: run what was picked, whatever its shard."""
+    return bool(getattr(config.option, "keyword", "") or getattr(config.option, "markexpr", "")
+                or any("::" in str(a) for a in config.args))
+
+
+def heldout_selection(config: pytest.Config):
+    """What ``--heldout`` selects (heldout_runs.select), worked out once per process: the
+    controller and each xdist worker reach the same answer, from the commit and the manifest."""
+    got = config.stash.get(_SELECTION, None)
+    if got is None:
+        from heldout_runs import select
+
+        try:
+            got = select(str(config.getoption("heldout", "auto")), picked_by_hand=_picked_by_hand(config))
+        except ValueError as e:
+            raise pytest.UsageError(str(e)) from None
+        config.stash[_SELECTION] = got
+    return got
+
+
+_SELECTION = pytest.StashKey[object]()
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return heldout_selection(config).says
+
+
+def _deselect_other_shards(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Drop the corpus sweeps' items of held-out runs outside the selected shard (marked
+    ``heldout(NAME)`` by tests/heldout_runs.heldout); they show in pytest's count as deselected."""
+    marked = [(item, item.get_closest_marker("heldout")) for item in items]
+    if not any(m is not None for _item, m in marked):
+        return
+    runs = heldout_selection(config).runs
+    if runs is None:
+        return
+    keep, drop = [], []
+    for item, m in marked:
+        (drop if m is not None and m.args[0] not in runs else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under ``--dist loadgroup`` (pyproject's addopts), order the tests by work unit: the
-    files first (those with the most tests first), then the traces, largest first. The
-    scheduler below hands units out in this order, so the last are the smallest and the
-    two workers finish close together. Without xdist the order is pytest's."""
+    """Keep the held-out runs of the selected shard (:func:`heldout_selection`), then, under
+    ``--dist loadgroup`` (pyproject's addopts), order the tests by work unit: the files first
+    (those with the most tests first), then the traces, largest first. The scheduler below
+    hands units out in this order, so the last are the smallest and the two workers finish
+    close together. Without xdist the order is pytest's."""
+    _deselect_other_shards(config, items)
     if not config.pluginmanager.hasplugin("xdist") or not _under_loadgroup(config):
         return
     units: dict[str, list[pytest.Item]] = {}

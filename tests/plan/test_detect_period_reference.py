@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from memtune.trace.plan import detect_period, step_tokens, tokenize
-from heldout_runs import load_recording
+from heldout_runs import heldout, load_recording
 from reference_algorithms import reference_detect_period
 
 REPO = Path(__file__).resolve().parents[2]
@@ -64,7 +64,7 @@ def test_detect_period_is_the_reference_on_odd_inputs():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", HELDOUT, ids=[p.name.removesuffix(".jsonl.gz") for p in HELDOUT])
+@pytest.mark.parametrize("path", [heldout(p, p.name, id=p.name.removesuffix(".jsonl.gz")) for p in HELDOUT])
 def test_detect_period_is_the_reference_on_held_out_traces(path):
     events = load_recording(path.name).devices[0].events  # (the run's worker has it loaded: tests/conftest.py)
     for tokens in (step_tokens(events), tokenize(events)[0]):

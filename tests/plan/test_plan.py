@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
+from heldout_runs import heldout
 
 from memtune.allocator.arena import ArenaAllocator, ArenaSpec
 from memtune.devices.simulated import SimulatedDevice
@@ -249,9 +250,10 @@ def drive(alloc, evs, check=None):
 
 
 def with_measured_misses(names, misses: dict[str, str]) -> list:
-    """``names`` as test parameters; ``misses`` (name -> why) are measured misses, strict
-    xfails: if one starts passing, the test says so."""
-    return [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=misses[n])) if n in misses else n
+    """``names`` (held-out runs a test sweeps) as test parameters, each checked when its run is
+    in the pytest run's shard (heldout_runs.heldout); ``misses`` (name -> why) are measured
+    misses, strict xfails: if one starts passing, the test says so."""
+    return [heldout(n, n, *([pytest.mark.xfail(strict=True, reason=misses[n])] if n in misses else []))
             for n in names]
 
 

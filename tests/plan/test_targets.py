@@ -17,7 +17,7 @@ import dataclasses
 import functools
 
 import pytest
-from heldout_runs import HELDOUT_RUNS, load_recording, replay_later_run
+from heldout_runs import HELDOUT_RUNS, heldout, load_recording, replay_later_run
 from shared_traces import ALL_TRACES, REPO as _REPO
 
 from .test_plan import with_measured_misses
@@ -103,7 +103,7 @@ def traces(misses: dict[str, str] | None = None) -> list:
         marks = [] if name in HELDOUT else [pytest.mark.shared]
         if name in misses:
             marks.append(pytest.mark.xfail(strict=True, reason=misses[name]))
-        out.append(pytest.param(name, marks=marks))
+        out.append(heldout(name, name, *marks) if name in HELDOUT else pytest.param(name, marks=marks))
     return out
 
 

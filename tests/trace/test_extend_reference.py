@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import memtune.trace.extend as extend
-from heldout_runs import load_recording
+from heldout_runs import heldout, load_recording
 from reference_algorithms import reference_repeat_step
 from memtune.errors import MemtuneError
 from memtune.trace.extend import repeat_step
@@ -211,7 +211,7 @@ def find_step_once(monkeypatch):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", HELDOUT, ids=[p.name.removesuffix(".jsonl.gz") for p in HELDOUT])
+@pytest.mark.parametrize("path", [heldout(p, p.name, id=p.name.removesuffix(".jsonl.gz")) for p in HELDOUT])
 def test_repeat_step_is_the_reference_on_held_out_traces(path, find_step_once):
     dt = load_recording(path.name).devices[0]  # (the run's worker has it loaded: tests/conftest.py)
     kinds = {assert_same(dt, extra) for extra in (0, 1, 3)}
