@@ -41,7 +41,8 @@ MIN_MEANINGFUL_BOUND = 64 * 1024
 
 
 def test_the_held_out_traces_are_in_the_repository():
-    """They are part of the repository, so every target below runs on them everywhere;
+    """They are part of the repository, so every target below runs on them everywhere (a
+    shard of them per pytest run, every one with --heldout all);
     a lost file would otherwise only shrink the parametrization. (The manifest's loader
     refuses a listed file that is not there and a trace it does not list; this checks
     the directories again, without it.)"""
@@ -95,8 +96,9 @@ UNET = "skip connections: pages move between holes each step; 86 calls, 1.069 x 
 
 
 def traces(misses: dict[str, str] | None = None) -> list:
-    """Every shared and held-out trace as a test parameter; ``misses`` (name -> why)
-    are measured known misses, strict xfails: if one starts passing, the test says so."""
+    """Every shared and held-out trace as a test parameter (a held-out run checked when it is
+    in the pytest run's shard: heldout_runs.heldout); ``misses`` (name -> why) are measured
+    known misses, strict xfails: if one starts passing, the test says so."""
     misses = misses or {}
     out = []
     for name in [*ALL_TRACES, *HELDOUT]:
