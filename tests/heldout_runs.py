@@ -124,7 +124,7 @@ def select(value: str, picked_by_hand: bool = False) -> Selection:
     parts = shards()
     which = parse_selection(value, len(parts))
     total = sum(map(len, parts))
-    how = "--heldout all"
+    how = f"--heldout {value.strip()}"
     if which == "auto":
         count = None if picked_by_hand else _commit_count()
         if count is None:

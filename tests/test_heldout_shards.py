@@ -120,6 +120,15 @@ def test_a_test_picked_by_hand_runs_whatever_its_shard():
     assert rc == 0 and "held-out runs: all 185 (tests picked by hand)".replace("185", str(len(HELDOUT))) in out, out
 
 
+def test_the_report_header_names_a_shard_given_by_hand():
+    rc, out = _collect("--heldout", f"2/{len(shards())}", quiet=False)
+    assert rc == 0, out
+    assert f"held-out runs: shard 2/{len(shards())}, {len(shards()[1])} of {len(HELDOUT)} runs " \
+           f"(--heldout 2/{len(shards())})" in out, out
+    rc, out = _collect("--heldout", "all", quiet=False)
+    assert f"held-out runs: all {len(HELDOUT)} (--heldout all)" in out, out
+
+
 def test_a_bad_selection_is_a_usage_error_naming_it():
     rc, out = _collect("--heldout", "9/9")
     assert rc == 4, out  # pytest's usage error
