@@ -142,6 +142,11 @@ def pytest_report_header(config: pytest.Config) -> str:
     return heldout_selection(config).says
 
 
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    """The shard again at the end, where a CI log is read (above pytest's own closing lines)."""
+    terminalreporter.write_line(heldout_selection(config).says)
+
+
 def _deselect_other_shards(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Drop the corpus sweeps' items of held-out runs outside the selected shard (marked
     ``heldout(NAME)`` by tests/heldout_runs.heldout); they show in pytest's count as deselected."""
