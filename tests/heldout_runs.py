@@ -120,15 +120,18 @@ def _commit_count() -> int | None:
 
 def select(value: str, picked_by_hand: bool = False) -> Selection:
     """``--heldout``'s selection: ``auto`` is the shard of this commit (commit count mod the
-    number of shards), or every run where tests were picked by hand or there is no commit."""
+    number of shards; the first shard outside a git checkout), or every run where tests
+    were picked by hand."""
     parts = shards()
     which = parse_selection(value, len(parts))
     total = sum(map(len, parts))
     how = f"--heldout {value.strip()}"
-    if which == "auto":
-        count = None if picked_by_hand else _commit_count()
+    if which == "auto" and picked_by_hand:
+        which, how = None, "tests picked by hand"
+    elif which == "auto":
+        count = _commit_count()
         if count is None:
-            which, how = None, ("tests picked by hand" if picked_by_hand else "not a git checkout")
+            which, how = 0, "not a git checkout: no commit to rotate with"
         else:
             which, how = count % len(parts), f"commit {count}, {count} mod {len(parts)}"
     if which is None:

@@ -68,6 +68,21 @@ def test_bad_selection_values_are_named(value, says):
     assert repr(value) in str(e.value)
 
 
+def test_auto_is_the_shard_of_the_commit_count_and_the_first_outside_git(monkeypatch):
+    import heldout_runs
+
+    parts = shards()
+    for count in (0, 13, 406):
+        monkeypatch.setattr(heldout_runs, "_commit_count", lambda: count)
+        got = heldout_runs.select("auto")
+        assert got.runs == parts[count % len(parts)] and f"commit {count}, {count} mod {len(parts)}" in got.says
+        assert heldout_runs.select("auto", picked_by_hand=True).runs is None
+    monkeypatch.setattr(heldout_runs, "_commit_count", lambda: None)
+    got = heldout_runs.select("auto")
+    assert got.runs == parts[0] and "not a git checkout: no commit to rotate with" in got.says
+    assert heldout_runs.select("all").runs is None and heldout_runs.select("2/" + str(len(parts))).runs == parts[1]
+
+
 def _collect(*args: str, quiet: bool = True) -> tuple[int, str]:
     """pytest --collect-only on the repository's tests/plan/test_longer_runs.py (a file with
     corpus sweeps and tests of named runs), as this suite runs it; ``quiet`` lists node ids,
@@ -140,11 +155,12 @@ def test_the_report_header_says_which_shard_and_how_to_check_them_all():
     assert rc == 0, out
     parts = shards()
     git = subprocess.run(["git", "rev-list", "--count", "HEAD"], cwd=REPO, capture_output=True, text=True)
-    if git.returncode != 0:  # not a git checkout: nothing to rotate with
-        assert f"held-out runs: all {len(HELDOUT)} (not a git checkout)" in out, out
-        return
-    commits = int(git.stdout)
-    j = commits % len(parts)
-    assert (f"held-out runs: shard {j + 1}/{len(parts)}, {len(parts[j])} of {len(HELDOUT)} runs "
-            f"(commit {commits}, {commits} mod {len(parts)})") in out, out
+    if git.returncode != 0:  # not a git checkout: nothing to rotate with, the first shard
+        assert (f"held-out runs: shard 1/{len(parts)}, {len(parts[0])} of {len(HELDOUT)} runs "
+                f"(not a git checkout: no commit to rotate with)") in out, out
+    else:
+        commits = int(git.stdout)
+        j = commits % len(parts)
+        assert (f"held-out runs: shard {j + 1}/{len(parts)}, {len(parts[j])} of {len(HELDOUT)} runs "
+                f"(commit {commits}, {commits} mod {len(parts)})") in out, out
     assert "--heldout all checks every run" in out
