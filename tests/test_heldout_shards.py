@@ -164,3 +164,27 @@ def test_the_report_header_says_which_shard_and_how_to_check_them_all():
         assert (f"held-out runs: shard {j + 1}/{len(parts)}, {len(parts[j])} of {len(HELDOUT)} runs "
                 f"(commit {commits}, {commits} mod {len(parts)})") in out, out
     assert "--heldout all checks every run" in out
+
+
+#: A test may name this many held-out runs by hand (unmarked, in every shard); more is a sweep
+#: of the corpus, which must take its parameters from heldout_runs.heldout
+HAND_PICKED_AT_MOST = 8
+
+
+def test_every_sweep_of_the_held_out_runs_is_sharded():
+    """A test parametrized over many held-out runs without the ``heldout`` mark would run them
+    all in every shard, and CI's time would grow with the corpus again (the EARLY_PEAK list of
+    tests/plan/test_targets.py did, 67 runs, until it was marked)."""
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+         "-o", "addopts=--import-mode=importlib", "-m", "not heldout", "tests"],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+        env={k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")})
+    assert run.returncode == 0, run.stdout + run.stderr
+    per_test: dict[str, set[str]] = {}
+    for m in re.finditer(r"^(\S+?)\[([^\]]+)\]$", run.stdout, re.M):
+        name = re.sub(r"-\d+$", "", m.group(2).removesuffix(".jsonl.gz"))  # (ids like ddpm-train-0)
+        if name in HELDOUT:
+            per_test.setdefault(m.group(1), set()).add(name)
+    too_many = {t: len(n) for t, n in per_test.items() if len(n) > HAND_PICKED_AT_MOST}
+    assert not too_many, too_many
