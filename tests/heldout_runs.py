@@ -57,7 +57,10 @@ def heldout(value: object, run: str, *marks, id: str | None = None):
     ``run`` (with or without ``.jsonl.gz``): marked ``heldout(name)``, so that a pytest run
     checks it only when the run is in its shard. A demo run (bundled, small) is in every
     shard: it gets no mark."""
-    r = HELDOUT_RUNS[run]
+    try:
+        r = HELDOUT_RUNS[run]
+    except KeyError:
+        raise KeyError(f"heldout(): {run!r} is not a run of benchmarks/heldout/manifest.toml") from None
     mark = () if r.set == manifest.DEMO_SET else (pytest.mark.heldout(r.name),)
     return pytest.param(value, marks=[*marks, *mark], id=id)
 

@@ -83,14 +83,14 @@ def test_auto_is_the_shard_of_the_commit_count_and_the_first_outside_git(monkeyp
     assert heldout_runs.select("all").runs is None and heldout_runs.select("2/" + str(len(parts))).runs == parts[1]
 
 
-def _collect(*args: str, quiet: bool = True) -> tuple[int, str]:
-    """pytest --collect-only on the repository's tests/plan/test_longer_runs.py (a file with
-    corpus sweeps and tests of named runs), as this suite runs it; ``quiet`` lists node ids,
-    else the report header is shown."""
+def _collect(*args: str, quiet: bool = True, path: str = "tests/plan/test_longer_runs.py") -> tuple[int, str]:
+    """pytest --collect-only on ``path`` of the repository (by default a file with corpus
+    sweeps and tests of named runs), as this suite runs it; ``quiet`` lists node ids, else
+    the report header is shown."""
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", *(["-q"] if quiet else []), "-p", "no:cacheprovider",
          "-p", "no:xdist",
-         "-o", "addopts=--import-mode=importlib", *args, "tests/plan/test_longer_runs.py"],
+         "-o", "addopts=--import-mode=importlib", *args, path],
         cwd=REPO, capture_output=True, text=True, timeout=300,
         env={k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")})
     return run.returncode, run.stdout + run.stderr
@@ -175,14 +175,10 @@ def test_every_sweep_of_the_held_out_runs_is_sharded():
     """A test parametrized over many held-out runs without the ``heldout`` mark would run them
     all in every shard, and CI's time would grow with the corpus again (the EARLY_PEAK list of
     tests/plan/test_targets.py did, 67 runs, until it was marked)."""
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-         "-o", "addopts=--import-mode=importlib", "-m", "not heldout", "tests"],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
-        env={k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")})
-    assert run.returncode == 0, run.stdout + run.stderr
+    rc, out = _collect("-m", "not heldout", path="tests")
+    assert rc == 0, out
     per_test: dict[str, set[str]] = {}
-    for m in re.finditer(r"^(\S+?)\[([^\]]+)\]$", run.stdout, re.M):
+    for m in re.finditer(r"^(\S+?)\[([^\]]+)\]$", out, re.M):
         name = re.sub(r"-\d+$", "", m.group(2).removesuffix(".jsonl.gz"))  # (ids like ddpm-train-0)
         if name in HELDOUT:
             per_test.setdefault(m.group(1), set()).add(name)
