@@ -335,12 +335,13 @@ def test_memtune_never_reserves_more_than_pytorch_cuda_on_a_later_run(name):
 #: Later runs (benchmarks/heldout/rerun) where memtune misses an online target, measured with
 #: the code of 5728045 (the thirty-first set's at f64ed06 and the thirty-second set's at 0ff29b2, the
 #: same online policy; BENCHMARKS.md, "Plan mode with a plan made from an earlier run", has the
-#: same numbers): its device calls and pytorch-cuda's ...
+#: same numbers; deq-train's, detect-varbox-train's and ppo-train's since large moves were bounded by the
+#: footprint): its device calls and pytorch-cuda's ...
 LATER_CALL_MISSES = {
     "adaptive-softmax-lm": (553, 41), "ance-retrieval-train": (189, 25), "bayes-mc-train": (177, 30),
     "beam-decode": (130, 14), "centernet-detect-train": (97, 44), "checkpoint-train": (149, 14),
     "concat-batch-serve": (422, 43), "conformer-train": (434, 30), "dcnv2-ctr-train": (302, 26),
-    "decision-transformer-train": (104, 21), "deeplabv3plus-seg-train": (123, 59), "deepspeech2-train": (110, 52), "demucs-separate-train": (117, 31), "deq-train": (520, 12), "detect-varbox-train": (467, 44), "dgcnn-knn-train": (232, 19),
+    "decision-transformer-train": (104, 21), "deeplabv3plus-seg-train": (123, 59), "deepspeech2-train": (110, 52), "demucs-separate-train": (117, 31), "deq-train": (238, 12), "detect-varbox-train": (439, 44), "dgcnn-knn-train": (232, 19),
     "diffusion-policy-train": (123, 61), "diffusion-sample": (45, 11), "din-ctr-train": (50, 15),
     "distill-train": (66, 8), "dkl-gp-train": (162, 45), "dlrm-train": (68, 18), "dpsgd-train": (181, 15),
     "dqn-replay-train": (159, 14), "dreamer-rssm-train": (410, 73), "early-exit-serve": (193, 14),
@@ -351,7 +352,7 @@ LATER_CALL_MISSES = {
     "lora-finetune": (62, 29), "moco-train": (172, 24), "navit-train": (156, 72), "nerf-train": (168, 20),
     "neural-ode-train": (43, 21), "perceiver-train": (176, 54), "pixelcnn-train": (79, 23),
     "pointnet-train": (37, 18), "pointnet2-seg-train": (85, 35), "pointpillars-train": (161, 31),
-    "ppo-train": (182, 34), "prune-finetune": (232, 28), "revnet-train": (138, 30), "rgcn-link-train": (114, 18),
+    "ppo-train": (127, 34), "prune-finetune": (232, 28), "revnet-train": (138, 30), "rgcn-link-train": (114, 18),
     "sam-train": (188, 27), "shampoo-train": (128, 42), "show-attend-tell-train": (209, 39),
     "siamfc-track-train": (247, 22), "simclr-train": (97, 16), "slimmable-train": (250, 24),
     "srgnn-session-train": (118, 16), "stft-enhance-train": (87, 38), "stochastic-depth-train": (108, 30),
@@ -368,14 +369,14 @@ LATER_CALL_MISSES = {
 LATER_BOUND_MISSES = {
     "adaptive-softmax-lm": 1.0813, "alphazero-selfplay-train": 1.2012, "ance-retrieval-train": 1.0892, "bayes-mc-train": 1.0524, "beam-decode": 1.1528,
     "cnn-train": 1.2829, "concat-batch-serve": 1.0815, "conformer-train": 1.2689, "convlstm-predict-train": 1.0679,
-    "dcnv2-ctr-train": 1.0981, "decision-transformer-train": 1.0782, "deq-train": 1.2631, "detect-varbox-train": 1.1815, "dgcnn-knn-train": 1.1177,
+    "dcnv2-ctr-train": 1.0981, "decision-transformer-train": 1.0782, "deq-train": 1.2631, "detect-varbox-train": 1.2076, "dgcnn-knn-train": 1.1177,
     "diffusion-sample": 1.0614, "din-ctr-train": 1.0823, "distill-train": 1.2076, "dkl-gp-train": 1.0863,
     "dlrm-train": 1.0776, "dpsgd-train": 1.1242, "dqn-replay-train": 1.0834, "dreamer-rssm-train": 1.1978,
     "early-exit-serve": 1.1111, "encoder-serve": 1.1566, "fedavg-train": 1.0894, "fpn-detect-train": 1.1183,
     "gan-train": 1.1429, "gin-virtual-mol-train": 1.0738, "graphsage-sampled-train": 1.0748,
     "grpo-rollout-train": 1.0743, "hypernet-train": 1.1242, "lora-finetune": 1.058, "mlp-train": 1.1948,
     "moco-train": 1.0663, "navit-train": 1.0558, "nerf-train": 1.1162, "pinsage-walk-train": 1.1235, "pixelcnn-train": 1.0935,
-    "pointpillars-train": 1.062, "ppo-train": 1.1301, "prune-finetune": 1.0568, "revnet-train": 1.0617,
+    "pointpillars-train": 1.062, "ppo-train": 1.1966, "prune-finetune": 1.0568, "revnet-train": 1.0617,
     "rgcn-link-train": 1.074, "sac-continuous-train": 1.0514, "sam-train": 1.0534, "score-sde-adaptive-sample": 1.1324, "siamfc-track-train": 1.0533, "simclr-train": 1.0704,
     "slimmable-train": 1.1191, "speculative-decode": 1.058, "srgnn-session-train": 1.2213,
     "stochastic-depth-train": 1.051, "style-transfer-lbfgs": 1.0973, "t5-adafactor-train": 1.0723,

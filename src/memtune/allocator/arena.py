@@ -51,7 +51,8 @@ and back exactly the pages live blocks touch.
   rose to a new high: each page of the footprint moves about once, so a
   repeating workload's moves stop and its device calls no longer grow with the
   run. Past the budget the region grows, unless one unmap gives back at least
-  ``trim_large`` of the live peak (below the peak, once per page of such rises);
+  ``trim_large`` of the live peak (below the peak, as often as ``large_moves``
+  times the footprint could be moved that way, and once per page of its rises at most);
 * while the whole workload is a sliver of one page (**tiny footprint**: under
   ``tiny_share`` of a page, in at most ``tiny_allocs`` distinct device
   allocations -- a scalar or two), requests get exact device allocations
@@ -144,6 +145,13 @@ class ArenaSpec:
     #: server) would otherwise grow by whole large blocks once churn spent the budget.
     #: Below the live peak, at most once per page by which reserved memory rose to a new high
     trim_large: float = 1 / 8
+    #: ... and below the live peak at most this many times the footprint in such unmaps: as
+    #: many as give back ``large_moves`` x the pages by which reserved memory rose (each gives
+    #: back ``trim_large`` of the live peak or more; about 16 at most by default, whatever the
+    #: scale). Once per page alone scales with the footprint: a 1.8 GiB U-Net's 900 pages
+    #: allowed about 900, made 8 device calls a step on a long run, and never stopped
+    #: (None = once per page only)
+    large_moves: float | None = 2.0
     #: tiny phase: exact device allocations while the live peak stays under this share
     #: of a page and at most ``tiny_allocs`` of them are needed (0 = pages from the start)
     tiny_share: float = 1 / 32
@@ -189,6 +197,8 @@ class ArenaSpec:
         need(0.0 <= self.tiny_share <= 1.0, f"tiny_share must be in [0, 1]; got {self.tiny_share}")
         need(self.tiny_allocs >= 0, f"tiny_allocs must be >= 0; got {self.tiny_allocs}")
         need(0.0 <= self.trim_large, f"trim_large must be >= 0; got {self.trim_large}")
+        need(self.large_moves is None or self.large_moves >= 0,
+             f"large_moves must be >= 0 or None; got {self.large_moves}")
         need(self.fit in FITS, f"fit must be one of {', '.join(FITS)}; got {self.fit!r}")
         need(self.first_fit_after >= 0, f"first_fit_after must be >= 0; got {self.first_fit_after}")
 
@@ -799,9 +809,9 @@ class ArenaAllocator(AllocatorBase):
                               - self._moves)
             if allowed <= 0 and spec.trim_large and excess >= spec.trim_large * self._peak_live:
                 # one unmap that gives back a large share is worth its call; below the
-                # peak, at most once per page the footprint grew (else a step could move
-                # the same large run out and back every time)
-                if new_peak or self._large_moves < self._raised_pages:
+                # peak, a bounded number of times (else a step could move the same large
+                # run out and back every time)
+                if new_peak or self._large_moves < self._large_move_limit():
                     allowed, large_move = 1, not new_peak
             if allowed <= 0:
                 return 0
@@ -845,6 +855,15 @@ class ArenaAllocator(AllocatorBase):
             if made and after and self._fit != "first" and self._clock - self._peak_clock > after:
                 self._use_first_fit()
         return got
+
+    def _large_move_limit(self) -> int:
+        """Large moves (unmaps past the budget below the live peak, each giving back at least
+        ``trim_large`` of it) allowed so far: ``large_moves`` x the footprint's rise in such
+        moves, and at most one per page of it."""
+        spec, pages = self.spec, self._raised_pages
+        if spec.large_moves is None or not self._peak_live:
+            return pages
+        return min(pages, int(spec.large_moves * pages * self._page / (spec.trim_large * self._peak_live)))
 
     def _use_first_fit(self) -> None:
         """Switch every region (and those made later) to first fit, for the rest of the run."""
