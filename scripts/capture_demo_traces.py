@@ -24782,37 +24782,37 @@ HELDOUT: dict[str, Workload] = {
     "deepspeech2-train": deepspeech2_train,
     "score-sde-adaptive-sample": score_sde_adaptive_sample,
     # the thirty-third set (part a), captured after the thirty-second was measured and committed (in thirtythird/)
-    # before it is measured, to check a later change: a Mamba language model whose selective scan runs as the
-    # reference's selective_scan_ref in PyTorch, deltaA and deltaB_u built whole a layer and a Python loop over the
-    # positions keeping every state for the backward, where each position's slices cost a full-size zero gradient;
-    # DPO on a small GPT-2 whose chosen and rejected responses are concatenated and padded to each batch's longest
-    # drawn prompt plus response, a float16 reference model's log-probs under no_grad beside the float32 policy's,
-    # gradient accumulation over two micro-batches and RMSprop; a trajectory-balance GFlowNet building bit
-    # sequences word by word with a transformer policy re-run on the growing prefix of the trajectories not yet
-    # exited, every step's graph kept until all have stopped at their sampled lengths
+    # before it was measured, and measured once with large moves bounded by the footprint, to check it: a Mamba language
+    # model whose selective scan runs as the reference's selective_scan_ref in PyTorch, deltaA and deltaB_u built whole
+    # a layer and a Python loop over the positions keeping every state for the backward, where each position's slices
+    # cost a full-size zero gradient; DPO on a small GPT-2 whose chosen and rejected responses are concatenated and
+    # padded to each batch's longest drawn prompt plus response, a float16 reference model's log-probs under no_grad
+    # beside the float32 policy's, gradient accumulation over two micro-batches and RMSprop; a trajectory-balance
+    # GFlowNet building bit sequences word by word with a transformer policy re-run on the growing prefix of the
+    # trajectories not yet exited, every step's graph kept until all have stopped at their sampled lengths
     "mamba-lm-train": mamba_lm_train,
     "dpo-pairs-train": dpo_pairs_train,
     "gflownet-seq-train": gflownet_seq_train,
     # the thirty-third set (part b), captured after the thirty-second was measured and committed (in thirtythird/)
-    # before it is measured, to check a later change: an EfficientDet-D0 whose EfficientNet-B0 pads every
-    # convolution's input by F.pad (a copy where the padding is zero), with three BiFPN cells of fast normalized
-    # fusion and class and box heads shared over five levels, under automl's focal and Huber losses on dense targets
-    # labelled in numpy over a fixed 3,069 anchors, an L2 term summed over every kernel and an EMA updated variable by
-    # variable; extractive question answering as the v4.10 pipeline serves it, a BERT-Mini under no_grad over all the
-    # overlapping 384-token windows of each request's drawn document as one batch, so the batch follows the
-    # document's length and a one-window request is padded only to its own; a small A2C on 8 numpy Pong games,
-    # 5-step rollouts of fixed length into a RolloutStorage with frame stacks shifted by clone and one update of
-    # 40 observations a step (32.80 MiB)
+    # before it was measured, and measured once with large moves bounded by the footprint, to check it: an
+    # EfficientDet-D0 whose EfficientNet-B0 pads every convolution's input by F.pad (a copy where the padding is zero),
+    # with three BiFPN cells of fast normalized fusion and class and box heads shared over five levels, under automl's
+    # focal and Huber losses on dense targets labelled in numpy over a fixed 3,069 anchors, an L2 term summed over every
+    # kernel and an EMA updated variable by variable; extractive question answering as the v4.10 pipeline serves it, a
+    # BERT-Mini under no_grad over all the overlapping 384-token windows of each request's drawn document as one batch,
+    # so the batch follows the document's length and a one-window request is padded only to its own; a small A2C on 8
+    # numpy Pong games, 5-step rollouts of fixed length into a RolloutStorage with frame stacks shifted by clone and one
+    # update of 40 observations a step (32.80 MiB)
     "efficientdet-bifpn-train": efficientdet_bifpn_train,
     "qa-sliding-window-serve": qa_sliding_window_serve,
     "a2c-small-train": a2c_small_train,
-    # the thirty-fourth set, captured while the thirty-third stayed unseen and committed (in thirtyfourth/) before
-    # it is measured, to check a later change at GPU scale: footprints of 1.7-1.9 GiB (every earlier held-out run is
-    # under 1 GiB, where a 20 MiB growth cap and other absolute constants of an allocator rarely bind): nanoGPT at
-    # its full 1,024-token context on the manual attention path, each layer's 96 MiB score tensors kept for the
-    # backward; milesial's U-Net on 479 x 320 Carvana-like shots, 75-150 MiB activations and skips; transformers'
-    # GPT-2 generate() over batches of 16 left-padded prompts of drawn lengths, a 768 MiB prefill's scores and
-    # every layer's legacy tuple KV cache reallocated one token longer by torch.cat each decoding step
+    # the thirty-fourth set, captured while the thirty-third stayed unseen and committed (in thirtyfourth/) before it
+    # was measured, and measured once with the code of cb87562, to check a change at GPU scale: footprints of 1.7-1.9
+    # GiB (every earlier held-out run is under 1 GiB, where a 20 MiB growth cap and other absolute constants of an
+    # allocator rarely bind): nanoGPT at its full 1,024-token context on the manual attention path, each layer's 96 MiB
+    # score tensors kept for the backward; milesial's U-Net on 479 x 320 Carvana-like shots, 75-150 MiB activations and
+    # skips; transformers' GPT-2 generate() over batches of 16 left-padded prompts of drawn lengths, a 768 MiB prefill's
+    # scores and every layer's legacy tuple KV cache reallocated one token longer by torch.cat each decoding step
     "gpt-longctx-train": gpt_longctx_train,
     "unet-highres-seg-train": unet_highres_seg_train,
     "gpt2-batch-generate-serve": gpt2_batch_generate_serve,
