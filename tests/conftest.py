@@ -138,6 +138,13 @@ def heldout_selection(config: pytest.Config):
 _SELECTION = pytest.StashKey[object]()
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Check ``--heldout`` before xdist starts its workers: a bad value raised first in the
+    report header reached pytest as an INTERNALERROR of a closed worker channel, not as the
+    usage error that names the right shard count."""
+    heldout_selection(config)
+
+
 def pytest_report_header(config: pytest.Config) -> str:
     return heldout_selection(config).says
 

@@ -150,6 +150,20 @@ def test_a_bad_selection_is_a_usage_error_naming_it():
     assert "--heldout '9/9'" in out and "expected" in out
 
 
+def test_a_bad_selection_is_a_usage_error_under_xdist_too():
+    """Checked before the workers start (pytest_configure): raised first in a worker, it was
+    an INTERNALERROR about a closed channel, with the count of shards nowhere to be seen."""
+    n = len(shards())
+    run = subprocess.run(  # (with pyproject's addopts: -n auto --dist loadgroup)
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--heldout", f"2/{n + 1}",
+         "tests/plan/test_longer_runs.py"],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+        env={k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")})
+    out = run.stdout + run.stderr
+    assert run.returncode == 4 and "INTERNALERROR" not in out, out
+    assert f"in {n} shards" in out and f"expected 1/{n} to {n}/{n}" in out, out
+
+
 def test_the_report_header_says_which_shard_and_how_to_check_them_all():
     rc, out = _collect(quiet=False)
     assert rc == 0, out
