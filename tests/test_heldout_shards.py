@@ -87,10 +87,15 @@ def _collect(*args: str, quiet: bool = True, path: str = "tests/plan/test_longer
     """pytest --collect-only on ``path`` of the repository (by default a file with corpus
     sweeps and tests of named runs), as this suite runs it; ``quiet`` lists node ids, else
     the report header is shown."""
+    return _pytest("--collect-only", *(["-q"] if quiet else []), "-p", "no:xdist",
+                   "-o", "addopts=--import-mode=importlib", *args, path)
+
+
+def _pytest(*args: str) -> tuple[int, str]:
+    """pytest in the repository with ``args`` (and pyproject's addopts unless they override
+    them), none of this run's PYTEST_ variables: its exit code and output."""
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", *(["-q"] if quiet else []), "-p", "no:cacheprovider",
-         "-p", "no:xdist",
-         "-o", "addopts=--import-mode=importlib", *args, path],
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
         cwd=REPO, capture_output=True, text=True, timeout=300,
         env={k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")})
     return run.returncode, run.stdout + run.stderr
@@ -154,13 +159,8 @@ def test_a_bad_selection_is_a_usage_error_under_xdist_too():
     """Checked before the workers start (pytest_configure): raised first in a worker, it was
     an INTERNALERROR about a closed channel, with the count of shards nowhere to be seen."""
     n = len(shards())
-    run = subprocess.run(  # (with pyproject's addopts: -n auto --dist loadgroup)
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--heldout", f"2/{n + 1}",
-         "tests/plan/test_longer_runs.py"],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
-        env={k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")})
-    out = run.stdout + run.stderr
-    assert run.returncode == 4 and "INTERNALERROR" not in out, out
+    rc, out = _pytest("-q", "--heldout", f"2/{n + 1}", "tests/plan/test_longer_runs.py")  # -n auto: addopts
+    assert rc == 4 and "INTERNALERROR" not in out, out
     assert f"in {n} shards" in out and f"expected 1/{n} to {n}/{n}" in out, out
 
 
