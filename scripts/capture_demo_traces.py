@@ -24302,6 +24302,2144 @@ def gpt2_batch_generate_serve(*, steps: int, seed: int) -> float:
     return total
 
 
+@_workload(default_steps=3)
+def vnet_ct_seg_train(*, steps: int, seed: int) -> float:
+    """V-Net volumetric segmentation (Milletari et al. 2016) trained as mattmacy/vnet.pytorch (a00c8ea, "make
+    training work again") trains it to segment the lungs of LUNA16 chest CTs: vnet.py's VNet(elu=False, nll=True)
+    as train.py builds it without --dice: InputTransition (Conv3d 5 x 5 x 5 from 1 channel, ContBatchNorm3d, the
+    input repeated once per channel by torch.cat and added, PReLU), four DownTransitions (Conv3d 2 x 2 x 2 stride
+    2 doubling the channels, ContBatchNorm3d, PReLU, Dropout3d in down_tr128 and down_tr256, _make_nConv's 1, 2,
+    3 and 2 LUConvs, the residual torch.add of the down-sampled map and a second PReLU), four UpTransitions
+    (Dropout3d of the input in up_tr256 and up_tr128, the skip always through do2's Dropout3d, ConvTranspose3d
+    2 x 2 x 2 stride 2 to outChans // 2, ContBatchNorm3d, PReLU, torch.cat((out, skipxdo), 1), 2, 2, 1 and 1
+    LUConvs, the residual add of the concatenation, PReLU), the OutputTransition (Conv3d 5 x 5 x 5 to 2 channels,
+    ContBatchNorm3d, PReLU, a 1 x 1 x 1 Conv3d, permute(0, 2, 3, 4, 1).contiguous(), view(numel // 2, 2) and
+    F.log_softmax); LUConv's Conv3d 5 x 5 x 5 padding 2, ContBatchNorm3d (F.batch_norm with training always True,
+    so BatchNorm3d in training) and PReLU(nchan), not in place, so every activation keeps its input and output.
+    InputTransition's torch.cat runs along dim 1 (the commit's dim 0 lines up with the channels only at one
+    volume per GPU under 2017's same-numel pointwise add; it does not broadcast at a batch of 6). train.py:
+    weights_init (kaiming_normal on every Conv3d weight, biases zeroed; ConvTranspose3d's name does not match
+    and keeps its default init), the --opt default Adam (lr 1e-3, weight_decay 1e-8; adjust_opt touches only
+    SGD), the class weights bg = target_mean / (1 + target_mean), fg = 1 - bg, and train_nll: zero_grad, the
+    forward, target.view(target.numel()), F.nll_loss with the class weights, torchbiomed's loss.dice_error (the
+    argmax of the log-probabilities, float copies of it and of the target, their dot and sums), backward, the
+    step, the argmax error count, loss.item(). torchbiomed's datasets/luna16.py: make_dataset (the sub-volumes of
+    target_split [2, 2, 2], only the nonempty ones, and target_mean), __getitem_dev (the target sub-volume as
+    int64, the image's reshaped to 1 x z x y x x float32, no lung masking), the ToTensor and in-place Normalize
+    (mean -642.794, std 459.512) transform, DataLoader(shuffle=True) collating by torch.stack. The data
+    generator: 6 LUNA16-like chest CTs resampled to 2.5 mm and padded to 160 x 128 x 160 (z, y, x) in HU,
+    truncated to [-1000, 400] as utils.truncate: air outside a drawn scanned extent, the scanner table, the body
+    an elliptic cylinder of soft tissue under a fat layer, two lungs (ellipsoids of -850 HU cut by domed
+    diaphragms, the right one larger, with 40-80 bright vessels), the heart carved out between them, the
+    trachea, the spine and a shell of ribs, pixel noise; the target the lung mask (5-9% of each scan, every one
+    of the 8 sub-volumes nonempty, so an epoch is 48 sub-volumes in 8 batches). Fixed shapes: every batch is 6 x
+    1 x 80 x 64 x 80 (LUNA16's 160 x 128 x 160 split in 2 along each axis), so every step allocates the same
+    sizes in the same order; 3 steps (2.24 GiB, 14,842 events). Shrunk: every width halved (8, 16, 32, 64, 128
+    channels for 16 to 256: 11.41M parameters for 45.60M) and batch 6 for batchSz 10, which keeps the footprint
+    at GPU scale: each full-resolution 8-channel map is 6 x 8 x 80 x 64 x 80 floats (75 MiB), up_tr32's
+    concatenation and each map of its LUConv and residual 150 MiB, the log-probabilities and the int64 target
+    18.75 MiB; no test_nll evaluation, no save_checkpoint, no plot.py, no DataParallel (one device), no
+    setproctitle and no printing (the rows kept in a list)."""
+    torch.manual_seed(0)
+    base, elu, nll = 8, False, True  # train.py builds vnet.VNet(elu=False, nll=True) unless --dice
+    batch_size, weight_decay = 6, 1e-8
+    scan_zyx, target_split, n_series = (160, 128, 160), (2, 2, 2), 6
+    MIN_BOUND, MAX_BOUND, normMu, normSigma = -1000, 400, -642.794, 459.512
+    rng = np.random.default_rng(311 + seed)  # the CT scans, their lungs and the shuffled sub-volumes
+
+    def passthrough(x: torch.Tensor, **kwargs: object) -> torch.Tensor:
+        return x
+
+    def ELUCons(elu: bool, nchan: int) -> nn.Module:
+        if elu:
+            return nn.ELU(inplace=True)
+        return nn.PReLU(nchan)
+
+    class ContBatchNorm3d(nn.modules.batchnorm._BatchNorm):  # normalization between sub-volumes
+        def _check_input_dim(self, input: torch.Tensor) -> None:
+            if input.dim() != 5:
+                raise ValueError('expected 5D input (got {}D input)'.format(input.dim()))
+
+        def forward(self, input: torch.Tensor) -> torch.Tensor:
+            self._check_input_dim(input)
+            return nn.functional.batch_norm(input, self.running_mean, self.running_var, self.weight, self.bias,
+                                            True, self.momentum, self.eps)
+
+    class LUConv(nn.Module):
+        def __init__(self, nchan: int, elu: bool) -> None:
+            super().__init__()
+            self.relu1 = ELUCons(elu, nchan)
+            self.conv1 = nn.Conv3d(nchan, nchan, kernel_size=5, padding=2)
+            self.bn1 = ContBatchNorm3d(nchan)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.relu1(self.bn1(self.conv1(x)))
+
+    def _make_nConv(nchan: int, depth: int, elu: bool) -> nn.Sequential:
+        return nn.Sequential(*[LUConv(nchan, elu) for _ in range(depth)])
+
+    class InputTransition(nn.Module):
+        def __init__(self, outChans: int, elu: bool) -> None:
+            super().__init__()
+            self.outChans = outChans
+            self.conv1 = nn.Conv3d(1, outChans, kernel_size=5, padding=2)
+            self.bn1 = ContBatchNorm3d(outChans)
+            self.relu1 = ELUCons(elu, outChans)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            out = self.bn1(self.conv1(x))
+            # split input in to outChans channels (the commit's cat along dim 0 broadcasts only at batch 1)
+            x16 = torch.cat((x,) * self.outChans, 1)
+            return self.relu1(torch.add(out, x16))
+
+    class DownTransition(nn.Module):
+        def __init__(self, inChans: int, nConvs: int, elu: bool, dropout: bool = False) -> None:
+            super().__init__()
+            outChans = 2 * inChans
+            self.down_conv = nn.Conv3d(inChans, outChans, kernel_size=2, stride=2)
+            self.bn1 = ContBatchNorm3d(outChans)
+            self.do1: Callable[..., torch.Tensor] = passthrough
+            self.relu1 = ELUCons(elu, outChans)
+            self.relu2 = ELUCons(elu, outChans)
+            if dropout:
+                self.do1 = nn.Dropout3d()
+            self.ops = _make_nConv(outChans, nConvs, elu)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            down = self.relu1(self.bn1(self.down_conv(x)))
+            out = self.do1(down)
+            out = self.ops(out)
+            return self.relu2(torch.add(out, down))
+
+    class UpTransition(nn.Module):
+        def __init__(self, inChans: int, outChans: int, nConvs: int, elu: bool, dropout: bool = False) -> None:
+            super().__init__()
+            self.up_conv = nn.ConvTranspose3d(inChans, outChans // 2, kernel_size=2, stride=2)
+            self.bn1 = ContBatchNorm3d(outChans // 2)
+            self.do1: Callable[..., torch.Tensor] = passthrough
+            self.do2 = nn.Dropout3d()
+            self.relu1 = ELUCons(elu, outChans // 2)
+            self.relu2 = ELUCons(elu, outChans)
+            if dropout:
+                self.do1 = nn.Dropout3d()
+            self.ops = _make_nConv(outChans, nConvs, elu)
+
+        def forward(self, x: torch.Tensor, skipx: torch.Tensor) -> torch.Tensor:
+            out = self.do1(x)
+            skipxdo = self.do2(skipx)
+            out = self.relu1(self.bn1(self.up_conv(out)))
+            xcat = torch.cat((out, skipxdo), 1)
+            out = self.ops(xcat)
+            return self.relu2(torch.add(out, xcat))
+
+    class OutputTransition(nn.Module):
+        def __init__(self, inChans: int, elu: bool, nll: bool) -> None:
+            super().__init__()
+            self.conv1 = nn.Conv3d(inChans, 2, kernel_size=5, padding=2)
+            self.bn1 = ContBatchNorm3d(2)
+            self.conv2 = nn.Conv3d(2, 2, kernel_size=1)
+            self.relu1 = ELUCons(elu, 2)
+            self.softmax = nn.functional.log_softmax if nll else nn.functional.softmax
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            out = self.relu1(self.bn1(self.conv1(x)))  # convolve down to 2 channels
+            out = self.conv2(out)
+            out = out.permute(0, 2, 3, 4, 1).contiguous()  # make channels the last axis
+            out = out.view(out.numel() // 2, 2)  # flatten
+            return self.softmax(out, dim=1)  # the implicit dim of 2017's F.log_softmax on a 2-D input
+
+    class VNet(nn.Module):  # vnet.py, the prototxt's convolution counts, widths base for 16
+        def __init__(self, elu: bool = True, nll: bool = False) -> None:
+            super().__init__()
+            self.in_tr = InputTransition(base, elu)
+            self.down_tr32 = DownTransition(base, 1, elu)
+            self.down_tr64 = DownTransition(2 * base, 2, elu)
+            self.down_tr128 = DownTransition(4 * base, 3, elu, dropout=True)
+            self.down_tr256 = DownTransition(8 * base, 2, elu, dropout=True)
+            self.up_tr256 = UpTransition(16 * base, 16 * base, 2, elu, dropout=True)
+            self.up_tr128 = UpTransition(16 * base, 8 * base, 2, elu, dropout=True)
+            self.up_tr64 = UpTransition(8 * base, 4 * base, 1, elu)
+            self.up_tr32 = UpTransition(4 * base, 2 * base, 1, elu)
+            self.out_tr = OutputTransition(2 * base, elu, nll)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            out16 = self.in_tr(x)
+            out32 = self.down_tr32(out16)
+            out64 = self.down_tr64(out32)
+            out128 = self.down_tr128(out64)
+            out256 = self.down_tr256(out128)
+            out = self.up_tr256(out256, out128)
+            out = self.up_tr128(out, out64)
+            out = self.up_tr64(out, out32)
+            out = self.up_tr32(out, out16)
+            return self.out_tr(out)
+
+    def weights_init(m: nn.Module) -> None:  # train.py
+        classname = m.__class__.__name__
+        if classname.find('Conv3d') != -1:
+            nn.init.kaiming_normal_(cast(torch.Tensor, m.weight))
+            cast(torch.Tensor, m.bias).data.zero_()
+
+    def dice_error(input: torch.Tensor, target: torch.Tensor) -> float:  # torchbiomed/loss.py
+        eps = 0.000001
+        _, result_ = input.max(1)
+        result_ = torch.squeeze(result_)
+        result = torch.empty(result_.size(), dtype=torch.float32)
+        target_ = torch.empty(target.size(), dtype=torch.float32)
+        result.copy_(result_.data)
+        target_.copy_(target.data)
+        intersect = torch.dot(result, target_).item()
+        result_sum = torch.sum(result).item()
+        target_sum = torch.sum(target_).item()
+        union = result_sum + target_sum + 2 * eps
+        intersect = max(eps, intersect)
+        return 2 * intersect / union
+
+    Z, Y, X = scan_zyx
+    zz = np.arange(Z, dtype=np.float32)[:, None, None]
+    yy = np.arange(Y, dtype=np.float32)[None, :, None]
+    xx = np.arange(X, dtype=np.float32)[None, None, :]
+
+    def chest_ct() -> tuple[np.ndarray, np.ndarray]:
+        """A LUNA16-like chest CT resampled to 2.5 mm and padded to 160 x 128 x 160 (z, y, x) in HU: air
+        outside, a scanner table under the patient, the body an elliptic cylinder of soft tissue under a
+        fat layer, two lungs (ellipsoids cut by domed diaphragms, the right one larger) of -850 HU with
+        vessels, the heart between them, the trachea, the spine and ribs of bone; pixel noise. Returns the
+        int16 volume truncated to [MIN_BOUND, MAX_BOUND] and the uint8 lung mask."""
+        cy, cx = rng.uniform(0.46, 0.54) * Y, rng.uniform(0.46, 0.54) * X
+        ay, ax = rng.uniform(0.28, 0.36) * Y, rng.uniform(0.34, 0.42) * X
+        z0, z1 = rng.uniform(0.0, 0.15) * Z, rng.uniform(0.85, 1.0) * Z  # the scanned extent
+        in_z = (zz >= z0) & (zz < z1)
+        r_body = ((yy - cy) / ay) ** 2 + ((xx - cx) / ax) ** 2
+        body = (r_body < 1) & in_z
+        ct = np.full(scan_zyx, -1000.0, dtype=np.float32)
+        table = (np.abs(yy - (cy + ay + 6)) < 2) & (np.abs(xx - cx) < 0.9 * ax) & in_z
+        ct[np.broadcast_to(table, scan_zyx)] = 200.0
+        ct[body] = -100.0  # subcutaneous fat
+        inner = (r_body < rng.uniform(0.72, 0.82)) & in_z
+        ct[inner] = 40.0  # muscle and mediastinum
+        lz0, lz1 = z0 + rng.uniform(0.05, 0.12) * Z, z1 - rng.uniform(0.08, 0.2) * Z  # apex to diaphragm
+        lcz, lhz = 0.5 * (lz0 + lz1), 0.5 * (lz1 - lz0)
+        lungs = np.zeros(scan_zyx, dtype=bool)
+        for side, scale in ((-1.0, rng.uniform(1.0, 1.1)), (1.0, rng.uniform(0.85, 0.95))):
+            lcx = cx + side * rng.uniform(0.42, 0.5) * ax
+            lay, lax = rng.uniform(0.6, 0.75) * ay, scale * rng.uniform(0.32, 0.38) * ax
+            lcy = cy - rng.uniform(0.0, 0.1) * ay
+            r = ((zz - lcz) / lhz) ** 2 + ((yy - lcy) / lay) ** 2 + ((xx - lcx) / lax) ** 2
+            dome = lz1 - rng.uniform(0.1, 0.25) * lhz * (1 - ((xx - lcx) / lax) ** 2 - ((yy - lcy) / lay) ** 2)
+            lungs |= (r < 1) & (zz < dome)
+        hy, hx, hz = cy - rng.uniform(0.1, 0.25) * ay, cx + rng.uniform(0.05, 0.15) * ax, lcz + 0.35 * lhz
+        heart = (((zz - hz) / (0.4 * lhz)) ** 2 + ((yy - hy) / (0.45 * ay)) ** 2
+                 + ((xx - hx) / (0.28 * ax)) ** 2) < 1
+        lungs &= ~heart
+        ct[lungs] = -850.0 + rng.normal(0, 40, int(lungs.sum()))
+        n_vessels = int(rng.integers(40, 80))
+        for vz, vy, vx in zip(rng.uniform(lz0, lz1, n_vessels), rng.uniform(cy - ay, cy + ay, n_vessels),
+                              rng.uniform(cx - ax, cx + ax, n_vessels)):
+            zs, ys, xs = slice(max(int(vz) - 3, 0), int(vz) + 4), slice(max(int(vy) - 3, 0), int(vy) + 4), \
+                slice(max(int(vx) - 3, 0), int(vx) + 4)
+            blob = ((zz[zs] - vz) ** 2 + (yy[:, ys] - vy) ** 2 + (xx[:, :, xs] - vx) ** 2) < rng.uniform(1, 6)
+            ct[zs, ys, xs] = np.where(blob & lungs[zs, ys, xs], 30.0, ct[zs, ys, xs])
+        ct[heart & in_z] = 45.0
+        trachea = ((yy - (cy - 0.35 * ay)) ** 2 + (xx - cx) ** 2 < 9) & (zz >= z0) & (zz < lcz - 0.2 * lhz)
+        ct[np.broadcast_to(trachea, scan_zyx)] = -950.0
+        spine = ((yy - (cy + 0.7 * ay)) ** 2 + (xx - cx) ** 2 < (0.12 * ay) ** 2) & in_z
+        ct[np.broadcast_to(spine, scan_zyx)] = 700.0
+        ribs = (r_body > 0.6) & (r_body < 0.68) & (np.sin(zz * 2 * math.pi / 9.0) > 0.55) & in_z
+        ct[np.broadcast_to(ribs, scan_zyx)] = 600.0
+        ct += rng.normal(0, 20, scan_zyx).astype(np.float32)
+        ct = np.clip(ct, MIN_BOUND, MAX_BOUND)  # utils.truncate
+        return ct.astype(np.int16), lungs.astype(np.uint8)
+
+    # torchbiomed/datasets/luna16.py: make_dataset (the nonempty sub-volumes of the split, target_mean)
+    images, labels = zip(*[chest_ct() for _ in range(n_series)])
+    z_incr, y_incr, x_incr = Z // target_split[0], Y // target_split[1], X // target_split[2]
+    parts = [((zi * z_incr, (zi + 1) * z_incr), (yi * y_incr, (yi + 1) * y_incr), (xi * x_incr, (xi + 1) * x_incr))
+             for zi in range(target_split[0]) for yi in range(target_split[1]) for xi in range(target_split[2])]
+    imgs, target_means = [], []
+    for key in range(n_series):
+        for part in parts:
+            (zs, ze), (ys, ye), (xs, xe) = part
+            if np.sum(labels[key][zs:ze, ys:ye, xs:xe]) == 0:
+                continue
+            target_means.append(np.mean(labels[key]))
+            imgs.append((key, part))
+    target_mean = float(np.mean(target_means))
+
+    def getitem(index: int) -> tuple[torch.Tensor, torch.Tensor]:  # LUNA16.__getitem_dev, masks None
+        series, bounds = imgs[index]
+        (zs, ze), (ys, ye), (xs, xe) = bounds
+        target = torch.from_numpy(labels[series][zs:ze, ys:ye, xs:xe].astype(np.int64))
+        image = images[series][zs:ze, ys:ye, xs:xe].reshape((1, ze - zs, ye - ys, xe - xs))
+        img = torch.from_numpy(image.astype(np.float32))  # transforms.ToTensor
+        img.sub_(normMu).div_(normSigma)  # transforms.Normalize(normMu, normSigma)
+        return img, target
+
+    epoch_order: list[int] = []
+
+    def next_batch() -> tuple[torch.Tensor, torch.Tensor]:  # DataLoader(shuffle=True), default_collate
+        if len(epoch_order) < batch_size:  # a new epoch: reshuffle the (series, part) pairs
+            epoch_order[:] = [int(j) for j in rng.permutation(len(imgs))]
+        items = [getitem(epoch_order.pop(0)) for _ in range(batch_size)]
+        return torch.stack([d for d, _ in items]), torch.stack([t for _, t in items])
+
+    model = VNet(elu=elu, nll=nll)
+    model.apply(weights_init)
+    bg_weight = target_mean / (1. + target_mean)
+    fg_weight = 1. - bg_weight
+    class_weights = torch.tensor([bg_weight, fg_weight], dtype=torch.float32)
+    optimizer = torch.optim.Adam(model.parameters(), weight_decay=weight_decay)
+    model.train()  # train_nll
+    train_log: list[tuple[float, float, float]] = []  # the rows train_nll prints and writes to train.csv
+    total = 0.0
+    for _ in range(steps):
+        data, target = next_batch()
+        optimizer.zero_grad()
+        output = model(data)
+        target = target.view(target.numel())
+        loss = nn.functional.nll_loss(output, target, weight=class_weights)
+        dice = dice_error(output, target)
+        loss.backward()
+        optimizer.step()
+        pred = output.data.max(1)[1]  # get the index of the max log-probability
+        incorrect = pred.ne(target.data).sum().item()
+        err = 100. * incorrect / target.numel()
+        train_log.append((loss.item(), err, dice))
+        total += loss.item()
+        del data, target, output, loss, pred
+    return total
+
+
+@_workload(default_steps=5)
+def bert_seq512_classify_train(*, steps: int, seed: int) -> float:
+    """BERT (Devlin et al. 2019) fine-tuned for long-document classification as HuggingFace transformers v4.31.0
+    (e42587f) runs it with examples/pytorch/text-classification/run_glue.py on a single-sentence train_file at
+    --max_seq_length 512 --pad_to_max_length False: models/bert/modeling_bert.py's BertForSequenceClassification
+    (BertEmbeddings: word (padding_idx 0), absolute position embeddings of the position_ids buffer sliced to the
+    length and token_type embeddings summed, LayerNorm eps 1e-12, dropout; BertModel.forward's
+    get_extended_attention_mask: attention_mask[:, None, None, :] as float, (1.0 - mask) * finfo.min, and
+    get_head_mask's None per layer; BertSelfAttention's eager path: query, key and value Linear layers viewed as
+    (B, heads, L, head_size) by transpose_for_scores, matmul(q, k^T) / sqrt(head_size), the extended mask added,
+    softmax, attention dropout, matmul with v, permute(0, 2, 1, 3).contiguous() and the view back to (B, L,
+    hidden); BertSelfOutput (dense, dropout, LayerNorm of the residual sum), BertIntermediate (dense, GELU),
+    BertOutput (dense, dropout, LayerNorm of the residual sum), apply_chunking_to_forward with
+    chunk_size_feed_forward 0 (one chunk); BertPooler (dense and tanh of the [CLS] state), dropout, the
+    classifier, problem_type "single_label_classification" and CrossEntropyLoss over logits.view(-1,
+    num_labels)); BertPreTrainedModel._init_weights (normal 0.02 for Linear and Embedding weights, biases and the
+    padding row zeroed, LayerNorm ones and zeros) standing in for the pretrained checkpoint; trainer.py's
+    create_optimizer (the parameters outside LayerNorm layers and not biases decayed, the rest not; weight_decay
+    0.0 as run_glue leaves it) with the "adamw_hf" default, optimization.py's AdamW (exp_avg and exp_avg_sq
+    created at the first step, denom = exp_avg_sq.sqrt().add_(eps), the bias-corrected step size, addcdiv_, lr
+    2e-5, eps 1e-8), get_linear_schedule_with_warmup as a LambdaLR (warmup_ratio 0.1 of 3 epochs: 9 warmup steps
+    of 90), and _inner_training_loop: model.zero_grad() once, then per step training_step (model.train(), the
+    forward, loss.backward(), loss.detach() / gradient_accumulation_steps 1), the logging_nan_inf_filter's
+    isnan / isinf check, tr_loss += tr_loss_step into a tensor, clip_grad_norm_ at max_grad_norm 1.0,
+    optimizer.step(), lr_scheduler.step(), model.zero_grad() (set_to_none); the sum tr_loss.item() returned.
+    Data: preprocess_function's tokenizer(padding=False, max_length=512, truncation=True) ([CLS] + the first 510
+    word-pieces + [SEP], token_type_ids zeros, attention_mask ones, bert-base-uncased's special ids), the
+    RandomSampler's new permutation every epoch and DataCollatorWithPadding (tokenizer.pad with padding=True to
+    the batch's longest document, pad_to_multiple_of None without fp16, "label" renamed "labels", int64
+    tensors). The data generator: 480 documents (news articles and reviews) of 4 topics drawn uniformly, each of
+    log-normal length (median 200 word-pieces, sigma 0.65, clipped to 24-4,000; 8% of the documents reach the
+    512-token cap after truncation), word-pieces from one Zipf law (exponent 1.1) over a drawn permutation of
+    the ids above 999, 5-20% of them (a drawn share per document) from its topic's 300 words, a rare [UNK],
+    sentences of 8-30 pieces ended by a period. Shapes follow the data: each batch is 16 x L with L its longest
+    document (about 7 batches in 10 reach 512, the rest 350-511: 464, 512, 512, 512, 512 in the default run),
+    so the attention-sized tensors change with every batch; 5 steps (2.19 GiB, 10,154 events). Shrunk: 4
+    layers, hidden 256, 8 heads (head size 32), intermediate 1,024 and a vocabulary of 8,192 (5.46M parameters)
+    for bert-base-uncased's 12, 768, 12, 3,072 and 30,522 (109.5M), batch 16 for per_device_train_batch_size's default 8
+    with the full 512 positions kept, so each layer's attention scores are 16 x 8 x 512 x 512 floats, 128 MiB a
+    tensor (the matmul, the scaled copy, the masked sum, the softmax and the dropped-out softmax, the last two
+    and a 32 MiB bool dropout mask kept for the backward in every layer), beside hidden states of 8 MiB; no
+    evaluation, no logging or checkpoint saving, no accelerate wrapping and no flos accounting."""
+    torch.manual_seed(0)
+    vocab_size, hidden_size, num_hidden_layers, num_attention_heads, intermediate_size = 8192, 256, 4, 8, 1024
+    max_position_embeddings, type_vocab_size, layer_norm_eps, initializer_range = 512, 2, 1e-12, 0.02
+    hidden_dropout_prob, attention_probs_dropout_prob, pad_token_id, num_labels = 0.1, 0.1, 0, 4
+    cls_id, sep_id, unk_id, period_id, first_word_id = 101, 102, 100, 1012, 999  # bert-base-uncased's ids
+    max_seq_length, per_device_train_batch_size, n_train, num_train_epochs = 512, 16, 480, 3
+    learning_rate, weight_decay, adam_beta1, adam_beta2, adam_epsilon = 2e-5, 0.0, 0.9, 0.999, 1e-8
+    max_grad_norm, warmup_ratio = 1.0, 0.1
+    rng = np.random.default_rng(312 + seed)  # the documents, their labels and lengths, the sampler's order
+
+    class BertEmbeddings(nn.Module):  # word, position and token_type embeddings
+        def __init__(self) -> None:
+            super().__init__()
+            self.word_embeddings = nn.Embedding(vocab_size, hidden_size, padding_idx=pad_token_id)
+            self.position_embeddings = nn.Embedding(max_position_embeddings, hidden_size)
+            self.token_type_embeddings = nn.Embedding(type_vocab_size, hidden_size)
+            self.LayerNorm = nn.LayerNorm(hidden_size, eps=layer_norm_eps)
+            self.dropout = nn.Dropout(hidden_dropout_prob)
+            self.position_embedding_type = "absolute"
+            self.register_buffer("position_ids", torch.arange(max_position_embeddings).expand((1, -1)),
+                                 persistent=False)
+            self.register_buffer("token_type_ids", torch.zeros(self.position_ids.size(), dtype=torch.long),
+                                 persistent=False)
+
+        def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
+                    past_key_values_length: int = 0) -> torch.Tensor:
+            input_shape = input_ids.size()
+            seq_length = input_shape[1]
+            position_ids = cast(torch.Tensor, self.position_ids)[:, past_key_values_length:seq_length
+                                                                 + past_key_values_length]
+            if token_type_ids is None:
+                buffered_token_type_ids = cast(torch.Tensor, self.token_type_ids)[:, :seq_length]
+                token_type_ids = buffered_token_type_ids.expand(input_shape[0], seq_length)
+            inputs_embeds = self.word_embeddings(input_ids)
+            token_type_embeddings = self.token_type_embeddings(token_type_ids)
+            embeddings = inputs_embeds + token_type_embeddings
+            if self.position_embedding_type == "absolute":
+                position_embeddings = self.position_embeddings(position_ids)
+                embeddings += position_embeddings
+            embeddings = self.LayerNorm(embeddings)
+            return self.dropout(embeddings)
+
+    class BertSelfAttention(nn.Module):  # the eager path: scores + extended mask, softmax, dropout
+        def __init__(self) -> None:
+            super().__init__()
+            self.num_attention_heads = num_attention_heads
+            self.attention_head_size = int(hidden_size / num_attention_heads)
+            self.all_head_size = self.num_attention_heads * self.attention_head_size
+            self.query = nn.Linear(hidden_size, self.all_head_size)
+            self.key = nn.Linear(hidden_size, self.all_head_size)
+            self.value = nn.Linear(hidden_size, self.all_head_size)
+            self.dropout = nn.Dropout(attention_probs_dropout_prob)
+
+        def transpose_for_scores(self, x: torch.Tensor) -> torch.Tensor:
+            new_x_shape = x.size()[:-1] + (self.num_attention_heads, self.attention_head_size)
+            x = x.view(new_x_shape)
+            return x.permute(0, 2, 1, 3)
+
+        def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                    head_mask: torch.Tensor | None = None) -> tuple[torch.Tensor]:
+            mixed_query_layer = self.query(hidden_states)
+            key_layer = self.transpose_for_scores(self.key(hidden_states))
+            value_layer = self.transpose_for_scores(self.value(hidden_states))
+            query_layer = self.transpose_for_scores(mixed_query_layer)
+            # Take the dot product between "query" and "key" to get the raw attention scores.
+            attention_scores = torch.matmul(query_layer, key_layer.transpose(-1, -2))
+            attention_scores = attention_scores / math.sqrt(self.attention_head_size)
+            if attention_mask is not None:
+                attention_scores = attention_scores + attention_mask  # precomputed in BertModel.forward
+            attention_probs = nn.functional.softmax(attention_scores, dim=-1)
+            attention_probs = self.dropout(attention_probs)  # dropping out entire tokens to attend to
+            if head_mask is not None:
+                attention_probs = attention_probs * head_mask
+            context_layer = torch.matmul(attention_probs, value_layer)
+            context_layer = context_layer.permute(0, 2, 1, 3).contiguous()
+            new_context_layer_shape = context_layer.size()[:-2] + (self.all_head_size,)
+            context_layer = context_layer.view(new_context_layer_shape)
+            return (context_layer,)
+
+    class BertSelfOutput(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.dense = nn.Linear(hidden_size, hidden_size)
+            self.LayerNorm = nn.LayerNorm(hidden_size, eps=layer_norm_eps)
+            self.dropout = nn.Dropout(hidden_dropout_prob)
+
+        def forward(self, hidden_states: torch.Tensor, input_tensor: torch.Tensor) -> torch.Tensor:
+            hidden_states = self.dense(hidden_states)
+            hidden_states = self.dropout(hidden_states)
+            return self.LayerNorm(hidden_states + input_tensor)
+
+    class BertAttention(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.self = BertSelfAttention()
+            self.output = BertSelfOutput()
+
+        def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                    head_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
+            self_outputs = self.self(hidden_states, attention_mask, head_mask)
+            attention_output = self.output(self_outputs[0], hidden_states)
+            return (attention_output,) + self_outputs[1:]
+
+    class BertIntermediate(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.dense = nn.Linear(hidden_size, intermediate_size)
+
+        def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+            hidden_states = self.dense(hidden_states)
+            return nn.functional.gelu(hidden_states)  # ACT2FN["gelu"], GELUActivation
+
+    class BertOutput(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.dense = nn.Linear(intermediate_size, hidden_size)
+            self.LayerNorm = nn.LayerNorm(hidden_size, eps=layer_norm_eps)
+            self.dropout = nn.Dropout(hidden_dropout_prob)
+
+        def forward(self, hidden_states: torch.Tensor, input_tensor: torch.Tensor) -> torch.Tensor:
+            hidden_states = self.dense(hidden_states)
+            hidden_states = self.dropout(hidden_states)
+            return self.LayerNorm(hidden_states + input_tensor)
+
+    class BertLayer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.chunk_size_feed_forward, self.seq_len_dim = 0, 1
+            self.attention = BertAttention()
+            self.intermediate = BertIntermediate()
+            self.output = BertOutput()
+
+        def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                    head_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
+            self_attention_outputs = self.attention(hidden_states, attention_mask, head_mask)
+            attention_output = self_attention_outputs[0]
+            outputs = self_attention_outputs[1:]
+            # apply_chunking_to_forward with chunk_size_feed_forward 0 calls the chunk once
+            layer_output = self.feed_forward_chunk(attention_output)
+            return (layer_output,) + outputs
+
+        def feed_forward_chunk(self, attention_output: torch.Tensor) -> torch.Tensor:
+            intermediate_output = self.intermediate(attention_output)
+            return self.output(intermediate_output, attention_output)
+
+    class BertEncoder(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layer = nn.ModuleList([BertLayer() for _ in range(num_hidden_layers)])
+
+        def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                    head_mask: list[torch.Tensor | None] | None = None) -> torch.Tensor:
+            for i, layer_module in enumerate(self.layer):
+                layer_head_mask = head_mask[i] if head_mask is not None else None
+                layer_outputs = layer_module(hidden_states, attention_mask, layer_head_mask)
+                hidden_states = layer_outputs[0]
+            return hidden_states
+
+    class BertPooler(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.dense = nn.Linear(hidden_size, hidden_size)
+            self.activation = nn.Tanh()
+
+        def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+            first_token_tensor = hidden_states[:, 0]  # "pool" by the hidden state of the first token
+            pooled_output = self.dense(first_token_tensor)
+            return self.activation(pooled_output)
+
+    class BertModel(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embeddings = BertEmbeddings()
+            self.encoder = BertEncoder()
+            self.pooler = BertPooler()
+
+        def get_extended_attention_mask(self, attention_mask: torch.Tensor) -> torch.Tensor:  # modeling_utils
+            dtype = torch.float32
+            extended_attention_mask = attention_mask[:, None, None, :]  # broadcast over heads and queries
+            extended_attention_mask = extended_attention_mask.to(dtype=dtype)  # fp16 compatibility
+            return (1.0 - extended_attention_mask) * torch.finfo(dtype).min
+
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                    token_type_ids: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+            input_shape = input_ids.size()
+            batch_size, seq_length = input_shape
+            past_key_values_length = 0
+            if attention_mask is None:
+                attention_mask = torch.ones((batch_size, seq_length + past_key_values_length))
+            extended_attention_mask = self.get_extended_attention_mask(attention_mask)
+            head_mask: list[torch.Tensor | None] = [None] * num_hidden_layers  # get_head_mask(None)
+            embedding_output = self.embeddings(input_ids=input_ids, token_type_ids=token_type_ids,
+                                               past_key_values_length=past_key_values_length)
+            sequence_output = self.encoder(embedding_output, attention_mask=extended_attention_mask,
+                                           head_mask=head_mask)
+            pooled_output = self.pooler(sequence_output)
+            return sequence_output, pooled_output
+
+    class BertForSequenceClassification(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.num_labels = num_labels
+            self.problem_type: str | None = None
+            self.bert = BertModel()
+            self.dropout = nn.Dropout(hidden_dropout_prob)  # classifier_dropout None
+            self.classifier = nn.Linear(hidden_size, num_labels)
+            self.apply(self._init_weights)  # post_init
+
+        @staticmethod
+        def _init_weights(module: nn.Module) -> None:  # BertPreTrainedModel._init_weights
+            if isinstance(module, nn.Linear):
+                module.weight.data.normal_(mean=0.0, std=initializer_range)
+                if module.bias is not None:
+                    module.bias.data.zero_()
+            elif isinstance(module, nn.Embedding):
+                module.weight.data.normal_(mean=0.0, std=initializer_range)
+                if module.padding_idx is not None:
+                    module.weight.data[module.padding_idx].zero_()
+            elif isinstance(module, nn.LayerNorm):
+                module.bias.data.zero_()
+                module.weight.data.fill_(1.0)
+
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor,
+                    labels: torch.Tensor) -> dict[str, torch.Tensor]:
+            outputs = self.bert(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+            pooled_output = outputs[1]
+            pooled_output = self.dropout(pooled_output)
+            logits = self.classifier(pooled_output)
+            if self.problem_type is None:
+                if self.num_labels == 1:
+                    self.problem_type = "regression"
+                elif self.num_labels > 1 and labels.dtype in (torch.long, torch.int):
+                    self.problem_type = "single_label_classification"
+                else:
+                    self.problem_type = "multi_label_classification"
+            assert self.problem_type == "single_label_classification"
+            loss = nn.functional.cross_entropy(logits.view(-1, self.num_labels), labels.view(-1))
+            return {"loss": loss, "logits": logits}
+
+    class AdamW(torch.optim.Optimizer):  # transformers/optimization.py's AdamW ("adamw_hf", the default)
+        def __init__(self, params: list[dict[str, object]], lr: float = 1e-3,
+                     betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-6, weight_decay: float = 0.0,
+                     correct_bias: bool = True) -> None:
+            defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, correct_bias=correct_bias)
+            super().__init__(params, defaults)
+
+        @torch.no_grad()
+        def step(self, closure: None = None) -> None:  # type: ignore[override]
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    grad = p.grad
+                    state = self.state[p]
+                    if len(state) == 0:
+                        state["step"] = 0
+                        state["exp_avg"] = torch.zeros_like(p)  # exponential moving average of gradients
+                        state["exp_avg_sq"] = torch.zeros_like(p)  # ... of squared gradients
+                    exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+                    beta1, beta2 = group["betas"]
+                    state["step"] += 1
+                    exp_avg.mul_(beta1).add_(grad, alpha=(1.0 - beta1))
+                    exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1.0 - beta2)
+                    denom = exp_avg_sq.sqrt().add_(group["eps"])
+                    step_size = group["lr"]
+                    if group["correct_bias"]:
+                        bias_correction1 = 1.0 - beta1 ** state["step"]
+                        bias_correction2 = 1.0 - beta2 ** state["step"]
+                        step_size = step_size * math.sqrt(bias_correction2) / bias_correction1
+                    p.addcdiv_(exp_avg, denom, value=-step_size)
+                    if group["weight_decay"] > 0.0:  # decoupled weight decay
+                        p.add_(p, alpha=(-group["lr"] * group["weight_decay"]))
+
+    # the data generator: long documents (news articles / reviews) of drawn length and topic, word-pieces
+    # from one Zipf law over the vocabulary, a topic's own words mixed in, sentences ended by a period
+    n_words = vocab_size - first_word_id
+    zipf = 1.0 / np.arange(1, n_words + 1) ** 1.1
+    zipf /= zipf.sum()
+    perm = rng.permutation(n_words) + first_word_id  # which id has which Zipf rank
+    topic_words = [rng.choice(n_words, 300, replace=False) + first_word_id for _ in range(num_labels)]
+
+    def document(label: int) -> list[int]:
+        n = int(np.clip(rng.lognormal(math.log(200), 0.65), 24, 4000))  # word-pieces before truncation
+        words = perm[rng.choice(n_words, n, p=zipf)]
+        topical = rng.random(n) < rng.uniform(0.05, 0.2)
+        words[topical] = rng.choice(topic_words[label], int(topical.sum()))
+        words[rng.random(n) < 0.003] = unk_id
+        ends = np.cumsum(rng.integers(8, 30, n // 8 + 1))
+        words[ends[ends < n]] = period_id
+        return [int(w) for w in words]
+
+    def tokenize(words: list[int]) -> dict[str, list[int]]:  # tokenizer(..., padding=False, truncation=True)
+        ids = [cls_id] + words[:max_seq_length - 2] + [sep_id]
+        return {"input_ids": ids, "token_type_ids": [0] * len(ids), "attention_mask": [1] * len(ids)}
+
+    train_dataset = []  # run_glue.py's preprocess_function over raw_datasets["train"]
+    for _ in range(n_train):
+        label = int(rng.integers(num_labels))
+        features = tokenize(document(label))
+        features["label"] = [label]
+        train_dataset.append(features)
+
+    def data_collator(features: list[dict[str, list[int]]]) -> dict[str, torch.Tensor]:
+        """DataCollatorWithPadding(tokenizer): tokenizer.pad(padding=True) to the longest in the batch
+        (pad_to_multiple_of None without fp16), "label" renamed "labels", return_tensors "pt"."""
+        max_length = max(len(f["input_ids"]) for f in features)
+        batch: dict[str, list[list[int]] | list[int]] = {"input_ids": [], "token_type_ids": [],
+                                                          "attention_mask": []}
+        for f in features:
+            difference = max_length - len(f["input_ids"])  # padding_side "right"
+            cast(list, batch["input_ids"]).append(f["input_ids"] + [pad_token_id] * difference)
+            cast(list, batch["token_type_ids"]).append(f["token_type_ids"] + [0] * difference)
+            cast(list, batch["attention_mask"]).append(f["attention_mask"] + [0] * difference)
+        out = {k: torch.tensor(v, dtype=torch.long) for k, v in batch.items()}
+        out["labels"] = torch.tensor([f["label"][0] for f in features], dtype=torch.long)
+        return out
+
+    model = BertForSequenceClassification()
+    # Trainer.create_optimizer: no weight decay on biases and LayerNorm weights
+    decay_parameters = [n for m_name, m in model.named_modules() if not isinstance(m, nn.LayerNorm)
+                        for n in [f"{m_name}.{p}" if m_name else p for p, _ in m.named_parameters(recurse=False)]]
+    decay_parameters = [name for name in decay_parameters if "bias" not in name]
+    optimizer_grouped_parameters: list[dict[str, object]] = [
+        {"params": [p for n, p in model.named_parameters() if n in decay_parameters and p.requires_grad],
+         "weight_decay": weight_decay},
+        {"params": [p for n, p in model.named_parameters() if n not in decay_parameters and p.requires_grad],
+         "weight_decay": 0.0}]
+    optimizer = AdamW(optimizer_grouped_parameters, lr=learning_rate, betas=(adam_beta1, adam_beta2),
+                      eps=adam_epsilon)
+    num_update_steps_per_epoch = math.ceil(n_train / per_device_train_batch_size)
+    max_steps = math.ceil(num_train_epochs * num_update_steps_per_epoch)
+    num_warmup_steps = math.ceil(max_steps * warmup_ratio)
+
+    def lr_lambda(current_step: int) -> float:  # get_linear_schedule_with_warmup
+        if current_step < num_warmup_steps:
+            return float(current_step) / float(max(1, num_warmup_steps))
+        return max(0.0, float(max_steps - current_step) / float(max(1, max_steps - num_warmup_steps)))
+
+    lr_scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda)
+    tr_loss = torch.tensor(0.0)
+    model.zero_grad()
+    order: list[int] = []
+    for _ in range(steps):
+        if len(order) == 0:  # RandomSampler: a new permutation every epoch (drop_last False)
+            order = [int(i) for i in rng.permutation(n_train)]
+        idx, order = order[:per_device_train_batch_size], order[per_device_train_batch_size:]
+        inputs = data_collator([train_dataset[i] for i in idx])
+        model.train()  # Trainer.training_step
+        outputs = model(**inputs)  # compute_loss
+        loss = outputs["loss"]
+        loss.backward()
+        tr_loss_step = loss.detach() / 1  # gradient_accumulation_steps 1
+        if torch.isnan(tr_loss_step) or torch.isinf(tr_loss_step):  # logging_nan_inf_filter
+            tr_loss += tr_loss / 1
+        else:
+            tr_loss += tr_loss_step
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        optimizer.step()
+        lr_scheduler.step()
+        model.zero_grad()
+        del inputs, outputs, loss, tr_loss_step
+    return tr_loss.item()
+
+
+@_workload(default_steps=2)
+def esrgan_train(*, steps: int, seed: int) -> float:
+    """ESRGAN (Wang et al. 2018) x4 super-resolution trained adversarially as xinntao/BasicSR (v1.4.2) trains it
+    with options/train/ESRGAN/train_ESRGAN_x4.yml: basicsr/archs/rrdbnet_arch.py's RRDBNet (conv_first, a body of
+    RRDBs, each three ResidualDenseBlocks of five 3 x 3 convs over the torch.cat of the block input and every
+    earlier output, LeakyReLU(0.2, inplace=True), x5 * 0.2 + x, the RRDB's out * 0.2 + x; conv_body and the long
+    skip, two F.interpolate(scale_factor=2, mode='nearest') each followed by conv_up1 / conv_up2 and the LeakyReLU,
+    conv_hr, LeakyReLU, conv_last; arch_util.default_init_weights' kaiming_normal_ scaled by 0.1 on the dense
+    blocks' convs); basicsr/archs/discriminator_arch.py's VGGStyleDiscriminator for 128 x 128 input (conv0_0, then
+    five stages of a 3 x 3 conv and a 4 x 4 stride-2 conv, each without bias and followed by BatchNorm2d and
+    LeakyReLU(0.2, inplace=True), down to 4 x 4, flattened into linear1 (to 100), LeakyReLU, linear2 (to 1));
+    vgg_arch.py's VGGFeatureExtractor for layer 'conv5_4' of vgg19 (features[:35] renamed conv1_1 ... conv5_4,
+    ReLU(inplace=True), MaxPool2d(2, 2), use_input_norm's (x - mean) / std with the ImageNet mean and std buffers,
+    eval() and requires_grad False, the requested layer's output .clone()d into a dict) inside losses.PerceptualLoss
+    (criterion l1, layer weight 1, perceptual_weight 1.0, style_weight 0 so no Gram matrices; the gt's features from
+    gt.detach()); losses.L1Loss with loss_weight 1e-2 and losses.GANLoss 'vanilla' (BCEWithLogitsLoss against
+    input.new_ones(input.size()) * target_val, loss_weight 5e-3 for the generator only). The loop is
+    basicsr/train.py's: per iteration model.update_learning_rate (MultiStepLR at milestones 50k, 100k, 200k, 300k,
+    gamma 0.5, stepped before the optimizers as train.py does), feed_data and models/esrgan_model.py's
+    ESRGANModel.optimize_parameters: net_d's requires_grad set False, optimizer_g.zero_grad(), output = net_g(lq),
+    l_g_pix, l_g_percep, then the relativistic GAN loss (real_d_pred = net_d(gt).detach(), fake_g_pred =
+    net_d(output), l_g_real = cri_gan(real_d_pred - mean(fake_g_pred), False), l_g_fake = cri_gan(fake_g_pred -
+    mean(real_d_pred), True), their mean), l_g_total.backward(), optimizer_g.step(); then net_d's requires_grad set
+    True, optimizer_d.zero_grad(), the real half (fake_d_pred = net_d(output).detach(), real_d_pred = net_d(gt),
+    cri_gan(real_d_pred - mean(fake_d_pred), True) * 0.5, backward) and the fake half (net_d(output .detach()),
+    cri_gan(fake_d_pred - mean(real_d_pred.detach()), False) * 0.5, backward) as two backward passes,
+    optimizer_d.step(); reduce_loss_dict's .item() of every logged loss and model_ema(0.999) (net_g_ema built as a
+    second RRDBNet and synced by model_ema(0) at setup, as SRGANModel.init_training_settings does). Adam for both
+    (lr 1e-4, betas (0.9, 0.99), weight_decay 0). The data generator: DIV2K-like HR sub-images of 256 x 256 (PNG, so
+    uint8-quantised) with structure to super-resolve: a two-colour linear gradient, 3-7 sharp-edged shapes
+    (ellipses, rotated rectangles and half-planes in drawn colours), 1-2 sinusoidal gratings of drawn frequency and
+    orientation inside drawn regions, multi-octave value noise as fine texture, pixel noise; the LR sub-images made
+    as DIV2K's are, by MATLAB's antialiased bicubic imresize at 1/4 (basicsr/utils/matlab_functions.py's cubic
+    kernel with its weights and symmetric-padded indices, here as dense 64 x 256 matrices applied with einsum) and
+    quantised to uint8; data/paired_image_dataset.py's PairedImageDataset.__getitem__ (imfrombytes float32,
+    transforms.paired_random_crop of a 32 x 32 LR patch and its 128 x 128 GT patch, transforms.augment with hflip,
+    vflip and the rot90 transpose each at 0.5, img2tensor's BGR to RGB, HWC to CHW and float()), the DataLoader's
+    collate a torch.stack. Fixed shapes: every iteration allocates the same sizes in the same order; 2 steps (2.20
+    GiB, 78,246 events). Shrunk: RRDBNet num_feat 32 and num_grow_ch 16 for 64 and 32 (the full 23 RRDBs kept, so 69
+    dense blocks; 4.18M generator parameters for 16.7M); VGGStyleDiscriminator num_feat 32 for 64; the VGG19 at half
+    width (32-64-128-256-256 for 64-128-256-512-512) and randomly initialised (no pretrained vgg19-dcbb9e9d.pth
+    here, so the perceptual loss compares random conv5_4 features); net_g trained from its init, not from the
+    PSNR-oriented RRDBNet checkpoint (pretrain_network_g); DIV2K's 480 x 480 sub-images at 256. The batch stays
+    train_ESRGAN_x4.yml's 16 at gt_size 128, which keeps the footprint at GPU scale: each of the 69 dense blocks
+    keeps its four concatenations (48 to 96 channels of 16 x 32 x 32) and its activations for the backward, 24 MiB a
+    block, the HR-resolution features are 16 x 32 x 128 x 128 floats (32 MiB each), the first VGG stage's and the
+    discriminator's first conv's as large, and the discriminator runs five times an iteration (three of them keeping
+    their graphs for a backward). No validation (Set14 PSNR every 5k iterations), no logging, no checkpointing and
+    no prefetcher; single process, no DistributedDataParallel."""
+    torch.manual_seed(0)
+    scale, num_feat, num_block, num_grow_ch, d_feat = 4, 32, 23, 16, 32
+    vgg_widths = (32, 64, 128, 256, 256)  # vgg19's 64, 128, 256, 512, 512 halved
+    batch_size, gt_size, sub_size = 16, 128, 256
+    lr_g = lr_d = 1e-4
+    betas, ema_decay, milestones, gamma = (0.9, 0.99), 0.999, [50000, 100000, 200000, 300000], 0.5
+    pixel_weight, perceptual_weight, gan_weight = 1e-2, 1.0, 5e-3
+    net_d_iters, net_d_init_iters = 1, 0
+    rng = np.random.default_rng(313 + seed)  # the HR sub-images, the crops and the flips
+
+    def default_init_weights(module_list: list[nn.Module], scale: float = 1.0, bias_fill: float = 0.0) -> None:
+        for module in module_list:  # basicsr/archs/arch_util.py
+            for m in module.modules():
+                if isinstance(m, nn.Conv2d):
+                    nn.init.kaiming_normal_(m.weight)
+                    m.weight.data *= scale
+                    if m.bias is not None:
+                        m.bias.data.fill_(bias_fill)
+
+    class ResidualDenseBlock(nn.Module):  # basicsr/archs/rrdbnet_arch.py
+        def __init__(self, num_feat: int = 64, num_grow_ch: int = 32) -> None:
+            super().__init__()
+            self.conv1 = nn.Conv2d(num_feat, num_grow_ch, 3, 1, 1)
+            self.conv2 = nn.Conv2d(num_feat + num_grow_ch, num_grow_ch, 3, 1, 1)
+            self.conv3 = nn.Conv2d(num_feat + 2 * num_grow_ch, num_grow_ch, 3, 1, 1)
+            self.conv4 = nn.Conv2d(num_feat + 3 * num_grow_ch, num_grow_ch, 3, 1, 1)
+            self.conv5 = nn.Conv2d(num_feat + 4 * num_grow_ch, num_feat, 3, 1, 1)
+            self.lrelu = nn.LeakyReLU(negative_slope=0.2, inplace=True)
+            default_init_weights([self.conv1, self.conv2, self.conv3, self.conv4, self.conv5], 0.1)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            x1 = self.lrelu(self.conv1(x))
+            x2 = self.lrelu(self.conv2(torch.cat((x, x1), 1)))
+            x3 = self.lrelu(self.conv3(torch.cat((x, x1, x2), 1)))
+            x4 = self.lrelu(self.conv4(torch.cat((x, x1, x2, x3), 1)))
+            x5 = self.conv5(torch.cat((x, x1, x2, x3, x4), 1))
+            return x5 * 0.2 + x  # empirically, 0.2 scales the residual for better performance
+
+    class RRDB(nn.Module):  # residual in residual dense block
+        def __init__(self, num_feat: int, num_grow_ch: int = 32) -> None:
+            super().__init__()
+            self.rdb1 = ResidualDenseBlock(num_feat, num_grow_ch)
+            self.rdb2 = ResidualDenseBlock(num_feat, num_grow_ch)
+            self.rdb3 = ResidualDenseBlock(num_feat, num_grow_ch)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            out = self.rdb1(x)
+            out = self.rdb2(out)
+            out = self.rdb3(out)
+            return out * 0.2 + x
+
+    class RRDBNet(nn.Module):  # scale 4: no pixel_unshuffle
+        def __init__(self, num_in_ch: int, num_out_ch: int, scale: int = 4, num_feat: int = 64, num_block: int = 23,
+                     num_grow_ch: int = 32) -> None:
+            super().__init__()
+            self.scale = scale
+            self.conv_first = nn.Conv2d(num_in_ch, num_feat, 3, 1, 1)
+            self.body = nn.Sequential(*(RRDB(num_feat=num_feat, num_grow_ch=num_grow_ch) for _ in range(num_block)))
+            self.conv_body = nn.Conv2d(num_feat, num_feat, 3, 1, 1)
+            self.conv_up1 = nn.Conv2d(num_feat, num_feat, 3, 1, 1)
+            self.conv_up2 = nn.Conv2d(num_feat, num_feat, 3, 1, 1)
+            self.conv_hr = nn.Conv2d(num_feat, num_feat, 3, 1, 1)
+            self.conv_last = nn.Conv2d(num_feat, num_out_ch, 3, 1, 1)
+            self.lrelu = nn.LeakyReLU(negative_slope=0.2, inplace=True)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            feat = self.conv_first(x)
+            body_feat = self.conv_body(self.body(feat))
+            feat = feat + body_feat
+            feat = self.lrelu(self.conv_up1(nn.functional.interpolate(feat, scale_factor=2, mode='nearest')))
+            feat = self.lrelu(self.conv_up2(nn.functional.interpolate(feat, scale_factor=2, mode='nearest')))
+            return self.conv_last(self.lrelu(self.conv_hr(feat)))
+
+    class VGGStyleDiscriminator(nn.Module):  # basicsr/archs/discriminator_arch.py, input_size 128
+        def __init__(self, num_in_ch: int, num_feat: int, input_size: int = 128) -> None:
+            super().__init__()
+            self.input_size = input_size
+            assert self.input_size == 128 or self.input_size == 256
+            self.conv0_0 = nn.Conv2d(num_in_ch, num_feat, 3, 1, 1, bias=True)
+            self.conv0_1 = nn.Conv2d(num_feat, num_feat, 4, 2, 1, bias=False)
+            self.bn0_1 = nn.BatchNorm2d(num_feat, affine=True)
+            self.conv1_0 = nn.Conv2d(num_feat, num_feat * 2, 3, 1, 1, bias=False)
+            self.bn1_0 = nn.BatchNorm2d(num_feat * 2, affine=True)
+            self.conv1_1 = nn.Conv2d(num_feat * 2, num_feat * 2, 4, 2, 1, bias=False)
+            self.bn1_1 = nn.BatchNorm2d(num_feat * 2, affine=True)
+            self.conv2_0 = nn.Conv2d(num_feat * 2, num_feat * 4, 3, 1, 1, bias=False)
+            self.bn2_0 = nn.BatchNorm2d(num_feat * 4, affine=True)
+            self.conv2_1 = nn.Conv2d(num_feat * 4, num_feat * 4, 4, 2, 1, bias=False)
+            self.bn2_1 = nn.BatchNorm2d(num_feat * 4, affine=True)
+            self.conv3_0 = nn.Conv2d(num_feat * 4, num_feat * 8, 3, 1, 1, bias=False)
+            self.bn3_0 = nn.BatchNorm2d(num_feat * 8, affine=True)
+            self.conv3_1 = nn.Conv2d(num_feat * 8, num_feat * 8, 4, 2, 1, bias=False)
+            self.bn3_1 = nn.BatchNorm2d(num_feat * 8, affine=True)
+            self.conv4_0 = nn.Conv2d(num_feat * 8, num_feat * 8, 3, 1, 1, bias=False)
+            self.bn4_0 = nn.BatchNorm2d(num_feat * 8, affine=True)
+            self.conv4_1 = nn.Conv2d(num_feat * 8, num_feat * 8, 4, 2, 1, bias=False)
+            self.bn4_1 = nn.BatchNorm2d(num_feat * 8, affine=True)
+            self.linear1 = nn.Linear(num_feat * 8 * 4 * 4, 100)
+            self.linear2 = nn.Linear(100, 1)
+            self.lrelu = nn.LeakyReLU(negative_slope=0.2, inplace=True)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            assert x.size(2) == self.input_size
+            feat = self.lrelu(self.conv0_0(x))
+            feat = self.lrelu(self.bn0_1(self.conv0_1(feat)))  # output spatial size: /2
+            feat = self.lrelu(self.bn1_0(self.conv1_0(feat)))
+            feat = self.lrelu(self.bn1_1(self.conv1_1(feat)))  # /4
+            feat = self.lrelu(self.bn2_0(self.conv2_0(feat)))
+            feat = self.lrelu(self.bn2_1(self.conv2_1(feat)))  # /8
+            feat = self.lrelu(self.bn3_0(self.conv3_0(feat)))
+            feat = self.lrelu(self.bn3_1(self.conv3_1(feat)))  # /16
+            feat = self.lrelu(self.bn4_0(self.conv4_0(feat)))
+            feat = self.lrelu(self.bn4_1(self.conv4_1(feat)))  # /32: spatial size (4, 4)
+            feat = feat.view(feat.size(0), -1)
+            feat = self.lrelu(self.linear1(feat))
+            return self.linear2(feat)
+
+    vgg19_names = ['conv1_1', 'relu1_1', 'conv1_2', 'relu1_2', 'pool1', 'conv2_1', 'relu2_1', 'conv2_2', 'relu2_2',
+                   'pool2', 'conv3_1', 'relu3_1', 'conv3_2', 'relu3_2', 'conv3_3', 'relu3_3', 'conv3_4', 'relu3_4',
+                   'pool3', 'conv4_1', 'relu4_1', 'conv4_2', 'relu4_2', 'conv4_3', 'relu4_3', 'conv4_4', 'relu4_4',
+                   'pool4', 'conv5_1', 'relu5_1', 'conv5_2', 'relu5_2', 'conv5_3', 'relu5_3', 'conv5_4', 'relu5_4',
+                   'pool5']
+
+    def vgg19_features() -> list[nn.Module]:  # torchvision's vgg19 cfg 'E' at vgg_widths, randomly initialised
+        layers: list[nn.Module] = []
+        in_ch = 3
+        for stage, width in enumerate(vgg_widths):
+            for _ in range(2 if stage < 2 else 4):
+                layers += [nn.Conv2d(in_ch, width, kernel_size=3, padding=1), nn.ReLU(inplace=True)]
+                in_ch = width
+            layers.append(nn.MaxPool2d(kernel_size=2, stride=2))
+        return layers
+
+    class VGGFeatureExtractor(nn.Module):  # basicsr/archs/vgg_arch.py
+        def __init__(self, layer_name_list: list[str], use_input_norm: bool = True, range_norm: bool = False,
+                     requires_grad: bool = False, remove_pooling: bool = False, pooling_stride: int = 2) -> None:
+            super().__init__()
+            self.layer_name_list = layer_name_list
+            self.use_input_norm, self.range_norm = use_input_norm, range_norm
+            self.names = vgg19_names
+            max_idx = max(self.names.index(v) for v in layer_name_list)  # only borrow the layers that are used
+            features = vgg19_features()[:max_idx + 1]
+            modified_net: collections.OrderedDict[str, nn.Module] = collections.OrderedDict()
+            for k, v in zip(self.names, features):
+                if 'pool' in k:
+                    if remove_pooling:
+                        continue
+                    modified_net[k] = nn.MaxPool2d(kernel_size=2, stride=pooling_stride)
+                else:
+                    modified_net[k] = v
+            self.vgg_net = nn.Sequential(modified_net)
+            if not requires_grad:
+                self.vgg_net.eval()
+                for param in self.parameters():
+                    param.requires_grad = False
+            if self.use_input_norm:  # for images in [0, 1]
+                self.register_buffer('mean', torch.Tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1))
+                self.register_buffer('std', torch.Tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1))
+
+        def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+            if self.range_norm:
+                x = (x + 1) / 2
+            if self.use_input_norm:
+                x = (x - self.mean) / self.std
+            output = {}
+            for key, layer in self.vgg_net._modules.items():
+                x = cast(nn.Module, layer)(x)
+                if key in self.layer_name_list:
+                    output[key] = x.clone()
+            return output
+
+    class PerceptualLoss(nn.Module):  # basicsr/losses/basic_loss.py, criterion 'l1', style_weight 0
+        def __init__(self, layer_weights: dict[str, float], perceptual_weight: float = 1.0,
+                     style_weight: float = 0.0) -> None:
+            super().__init__()
+            self.perceptual_weight, self.style_weight = perceptual_weight, style_weight
+            self.layer_weights = layer_weights
+            self.vgg = VGGFeatureExtractor(layer_name_list=list(layer_weights.keys()), use_input_norm=True,
+                                           range_norm=False)
+            self.criterion = nn.L1Loss()
+
+        def forward(self, x: torch.Tensor, gt: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+            x_features = self.vgg(x)
+            gt_features = self.vgg(gt.detach())
+            percep_loss: torch.Tensor | None = None
+            if self.perceptual_weight > 0:
+                percep_loss = cast(torch.Tensor, 0)
+                for k in x_features:
+                    percep_loss += self.criterion(x_features[k], gt_features[k]) * self.layer_weights[k]
+                percep_loss *= self.perceptual_weight
+            return percep_loss, None  # style_weight 0: no Gram matrices
+
+    class L1Loss(nn.Module):
+        def __init__(self, loss_weight: float = 1.0) -> None:
+            super().__init__()
+            self.loss_weight = loss_weight
+
+        def forward(self, pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+            return self.loss_weight * nn.functional.l1_loss(pred, target, reduction='mean')
+
+    class GANLoss(nn.Module):  # basicsr/losses/gan_loss.py, gan_type 'vanilla'
+        def __init__(self, real_label_val: float = 1.0, fake_label_val: float = 0.0, loss_weight: float = 1.0) -> None:
+            super().__init__()
+            self.real_label_val, self.fake_label_val, self.loss_weight = real_label_val, fake_label_val, loss_weight
+            self.loss = nn.BCEWithLogitsLoss()
+
+        def get_target_label(self, input: torch.Tensor, target_is_real: bool) -> torch.Tensor:
+            target_val = self.real_label_val if target_is_real else self.fake_label_val
+            return input.new_ones(input.size()) * target_val
+
+        def forward(self, input: torch.Tensor, target_is_real: bool, is_disc: bool = False) -> torch.Tensor:
+            target_label = self.get_target_label(input, target_is_real)
+            loss = self.loss(input, target_label)
+            return loss if is_disc else loss * self.loss_weight
+
+    # the data: DIV2K-like HR sub-images and their MATLAB-bicubic x4 LR counterparts
+    def cubic(x: np.ndarray) -> np.ndarray:  # basicsr/utils/matlab_functions.py
+        absx = np.abs(x)
+        absx2, absx3 = absx ** 2, absx ** 3
+        return ((1.5 * absx3 - 2.5 * absx2 + 1) * (absx <= 1)
+                + (-0.5 * absx3 + 2.5 * absx2 - 4 * absx + 2) * ((absx > 1) & (absx <= 2)))
+
+    def imresize_matrix(in_length: int, out_length: int, kernel_width: float = 4.0) -> np.ndarray:
+        """calculate_weights_indices with antialiasing as a dense out x in matrix (symmetric padding folded in)."""
+        s = out_length / in_length
+        kernel_width = kernel_width / s  # antialiasing: a wider kernel when downscaling
+        x = np.arange(1, out_length + 1, dtype=np.float64)
+        u = x / s + 0.5 * (1 - 1 / s)
+        left = np.floor(u - kernel_width / 2)
+        p = int(math.ceil(kernel_width)) + 2
+        indices = left[:, None] + np.arange(p)[None, :]  # 1-based, as MATLAB
+        weights = s * cubic((u[:, None] - indices) * s)
+        weights = weights / weights.sum(1, keepdims=True)
+        idx = indices.astype(np.int64) - 1
+        idx = np.where(idx < 0, -idx - 1, idx)  # symmetric padding at both ends
+        idx = np.where(idx >= in_length, 2 * in_length - idx - 1, idx)
+        mat = np.zeros((out_length, in_length))
+        np.add.at(mat, (np.repeat(np.arange(out_length), p), idx.reshape(-1)), weights.reshape(-1))
+        return mat
+
+    down = imresize_matrix(sub_size, sub_size // scale)  # (64, 256)
+    yy, xx = np.mgrid[0:sub_size, 0:sub_size].astype(np.float64) / sub_size
+
+    def value_noise(cells: int) -> np.ndarray:
+        coarse = rng.random((cells + 1, cells + 1))
+        pos = np.linspace(0, cells, sub_size, endpoint=False)
+        i0 = pos.astype(np.int64)
+        f = pos - i0
+        f = f * f * (3 - 2 * f)  # smoothstep
+        rows = coarse[i0] * (1 - f)[:, None] + coarse[i0 + 1] * f[:, None]
+        return rows[:, i0] * (1 - f)[None, :] + rows[:, i0 + 1] * f[None, :]
+
+    def div2k_like_sub_image() -> np.ndarray:
+        """A 256 x 256 x 3 BGR uint8 HR sub-image with edges, gradients and texture."""
+        theta = rng.uniform(0, 2 * math.pi)
+        ramp = np.clip((np.cos(theta) * (xx - 0.5) + np.sin(theta) * (yy - 0.5)) + 0.5, 0, 1)[..., None]
+        c0, c1 = rng.uniform(0, 1, 3), rng.uniform(0, 1, 3)
+        img = c0 * (1 - ramp) + c1 * ramp
+        for _ in range(int(rng.integers(3, 8))):
+            kind = rng.integers(0, 3)
+            cx, cy = rng.uniform(0, 1, 2)
+            ang = rng.uniform(0, math.pi)
+            u = np.cos(ang) * (xx - cx) + np.sin(ang) * (yy - cy)
+            v = -np.sin(ang) * (xx - cx) + np.cos(ang) * (yy - cy)
+            if kind == 0:  # an ellipse
+                a, b = rng.uniform(0.05, 0.35, 2)
+                mask = (u / a) ** 2 + (v / b) ** 2 < 1
+            elif kind == 1:  # a rotated rectangle
+                a, b = rng.uniform(0.04, 0.3, 2)
+                mask = (np.abs(u) < a) & (np.abs(v) < b)
+            else:  # a half-plane: a long straight edge
+                mask = u > 0
+            shade = 1.0 + rng.uniform(-0.25, 0.25) * v[..., None]  # a gradient within the shape
+            img = np.where(mask[..., None], np.clip(rng.uniform(0, 1, 3) * shade, 0, 1), img)
+        for _ in range(int(rng.integers(1, 3))):  # gratings: fabric, bricks, windows
+            freq, ang, ph = rng.uniform(8, 60), rng.uniform(0, math.pi), rng.uniform(0, 2 * math.pi)
+            cx, cy, r = rng.uniform(0.2, 0.8), rng.uniform(0.2, 0.8), rng.uniform(0.1, 0.4)
+            region = ((xx - cx) ** 2 + (yy - cy) ** 2 < r ** 2)[..., None]
+            wave = 0.5 + 0.5 * np.sin(2 * math.pi * freq * (np.cos(ang) * xx + np.sin(ang) * yy) + ph)
+            stripe = rng.uniform(0, 1, 3)
+            img = np.where(region, img * (1 - 0.6 * wave[..., None]) + 0.6 * stripe * wave[..., None], img)
+        texture = sum(value_noise(c) / (i + 1) for i, c in enumerate((8, 32, 128))) - 0.9
+        img = img + rng.uniform(0.03, 0.15) * texture[..., None] + rng.normal(0, 0.01, img.shape)
+        return np.round(np.clip(img, 0, 1) * 255).astype(np.uint8)  # a PNG on disk
+
+    def paired_random_crop(img_gt: np.ndarray, img_lq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        h_lq, w_lq = img_lq.shape[:2]  # data/transforms.py
+        lq_patch_size = gt_size // scale
+        top = int(rng.integers(0, h_lq - lq_patch_size + 1))
+        left = int(rng.integers(0, w_lq - lq_patch_size + 1))
+        img_lq = img_lq[top:top + lq_patch_size, left:left + lq_patch_size, ...]
+        top_gt, left_gt = int(top * scale), int(left * scale)
+        return img_gt[top_gt:top_gt + gt_size, left_gt:left_gt + gt_size, ...], img_lq
+
+    def augment(imgs: list[np.ndarray]) -> list[np.ndarray]:  # hflip, and rotation as vflip plus a transpose
+        hflip, vflip, rot90 = rng.random() < 0.5, rng.random() < 0.5, rng.random() < 0.5
+        out = []
+        for img in imgs:
+            if hflip:
+                img = img[:, ::-1]
+            if vflip:
+                img = img[::-1]
+            if rot90:
+                img = img.transpose(1, 0, 2)
+            out.append(img)
+        return out
+
+    def img2tensor(img: np.ndarray) -> torch.Tensor:
+        img = np.ascontiguousarray(img[..., ::-1])  # cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
+        return torch.from_numpy(img.transpose(2, 0, 1)).float()
+
+    def get_item() -> dict[str, torch.Tensor]:  # data/paired_image_dataset.py: PairedImageDataset.__getitem__
+        gt_u8 = div2k_like_sub_image()
+        lq = np.einsum('oh,hwc->owc', down, gt_u8.astype(np.float64) / 255.0)
+        lq = np.einsum('pw,owc->opc', down, lq)
+        lq_u8 = np.round(np.clip(lq, 0, 1) * 255).astype(np.uint8)
+        img_gt = gt_u8.astype(np.float32) / 255.0  # imfrombytes(..., float32=True)
+        img_lq = lq_u8.astype(np.float32) / 255.0
+        img_gt, img_lq = paired_random_crop(img_gt, img_lq)
+        img_gt, img_lq = augment([img_gt, img_lq])
+        return {'lq': img2tensor(img_lq), 'gt': img2tensor(img_gt)}
+
+    # models/srgan_model.py: SRGANModel.init_training_settings
+    net_g = RRDBNet(3, 3, scale=scale, num_feat=num_feat, num_block=num_block, num_grow_ch=num_grow_ch)
+    net_g_ema = RRDBNet(3, 3, scale=scale, num_feat=num_feat, num_block=num_block, num_grow_ch=num_grow_ch)
+
+    def model_ema(decay: float = 0.999) -> None:  # models/base_model.py
+        net_g_params = dict(net_g.named_parameters())
+        net_g_ema_params = dict(net_g_ema.named_parameters())
+        for k, ema_param in net_g_ema_params.items():
+            ema_param.data.mul_(decay).add_(net_g_params[k].data, alpha=1 - decay)
+
+    model_ema(0)
+    net_g_ema.eval()
+    net_d = VGGStyleDiscriminator(3, d_feat)
+    net_g.train()
+    net_d.train()
+    cri_pix = L1Loss(loss_weight=pixel_weight)
+    cri_perceptual = PerceptualLoss({'conv5_4': 1.0}, perceptual_weight=perceptual_weight, style_weight=0.0)
+    cri_gan = GANLoss(real_label_val=1.0, fake_label_val=0.0, loss_weight=gan_weight)
+    optim_params = [v for _, v in net_g.named_parameters() if v.requires_grad]
+    optimizer_g = torch.optim.Adam(optim_params, lr=lr_g, weight_decay=0, betas=betas)
+    optimizer_d = torch.optim.Adam(net_d.parameters(), lr=lr_d, weight_decay=0, betas=betas)
+    schedulers = [torch.optim.lr_scheduler.MultiStepLR(opt, milestones=milestones, gamma=gamma)
+                  for opt in (optimizer_g, optimizer_d)]
+
+    total = 0.0
+    for current_iter in range(1, steps + 1):
+        items = [get_item() for _ in range(batch_size)]
+        train_data = {'lq': torch.stack([it['lq'] for it in items]), 'gt': torch.stack([it['gt'] for it in items])}
+        del items
+        for scheduler in schedulers:  # model.update_learning_rate(current_iter, warmup_iter=-1)
+            scheduler.step()
+        lq, gt = train_data['lq'], train_data['gt']  # model.feed_data
+
+        # ESRGANModel.optimize_parameters: optimize net_g
+        for p in net_d.parameters():
+            p.requires_grad = False
+        optimizer_g.zero_grad()
+        output = net_g(lq)
+        l_g_total = cast(torch.Tensor, 0)
+        loss_dict: collections.OrderedDict[str, torch.Tensor] = collections.OrderedDict()
+        if current_iter % net_d_iters == 0 and current_iter > net_d_init_iters:
+            l_g_pix = cri_pix(output, gt)
+            l_g_total += l_g_pix
+            loss_dict['l_g_pix'] = l_g_pix
+            l_g_percep, l_g_style = cri_perceptual(output, gt)
+            if l_g_percep is not None:
+                l_g_total += l_g_percep
+                loss_dict['l_g_percep'] = l_g_percep
+            if l_g_style is not None:
+                l_g_total += l_g_style
+                loss_dict['l_g_style'] = l_g_style
+            real_d_pred = net_d(gt).detach()  # gan loss (relativistic gan)
+            fake_g_pred = net_d(output)
+            l_g_real = cri_gan(real_d_pred - torch.mean(fake_g_pred), False, is_disc=False)
+            l_g_fake = cri_gan(fake_g_pred - torch.mean(real_d_pred), True, is_disc=False)
+            l_g_gan = (l_g_real + l_g_fake) / 2
+            l_g_total += l_g_gan
+            loss_dict['l_g_gan'] = l_g_gan
+            l_g_total.backward()
+            optimizer_g.step()
+
+        # optimize net_d: the real and the fake halves backward separately, the means detached
+        for p in net_d.parameters():
+            p.requires_grad = True
+        optimizer_d.zero_grad()
+        fake_d_pred = net_d(output).detach()
+        real_d_pred = net_d(gt)
+        l_d_real = cri_gan(real_d_pred - torch.mean(fake_d_pred), True, is_disc=True) * 0.5
+        l_d_real.backward()
+        fake_d_pred = net_d(output.detach())
+        l_d_fake = cri_gan(fake_d_pred - torch.mean(real_d_pred.detach()), False, is_disc=True) * 0.5
+        l_d_fake.backward()
+        optimizer_d.step()
+        loss_dict['l_d_real'] = l_d_real
+        loss_dict['l_d_fake'] = l_d_fake
+        loss_dict['out_d_real'] = torch.mean(real_d_pred.detach())
+        loss_dict['out_d_fake'] = torch.mean(fake_d_pred.detach())
+        log_dict = {name: value.mean().item() for name, value in loss_dict.items()}  # reduce_loss_dict
+        if ema_decay > 0:
+            model_ema(decay=ema_decay)
+        total += sum(log_dict.values())
+        del train_data, lq, gt, output, l_g_total, loss_dict, real_d_pred, fake_g_pred, fake_d_pred
+        del l_g_pix, l_g_percep, l_g_real, l_g_fake, l_g_gan, l_d_real, l_d_fake
+    return total
+
+
+@_workload(default_steps=2)
+def sd_latent_unet_train(*, steps: int, seed: int) -> float:
+    """Stable Diffusion v1's latent diffusion UNet trained as CompVis/stable-diffusion (21f890f) trains it with
+    configs/stable-diffusion/v1-inference.yaml's model: ldm/modules/diffusionmodules/openaimodel.py's UNetModel
+    (timestep_embedding's cos / sin of t times exp(-log(10000) * arange(half) / half), time_embed linear - SiLU -
+    linear to 4 x model_channels; input_blocks of a 3 x 3 conv_nd, per level num_res_blocks ResBlocks (in_layers
+    GroupNorm32(32) - SiLU - conv, emb_layers SiLU - linear added as emb_out[..., None, None], out_layers
+    GroupNorm32 - SiLU - Dropout(0) - zero_module(conv), the skip an Identity or a 1 x 1 conv), each followed by a
+    SpatialTransformer at the attention resolutions, and a stride-2 conv Downsample between levels; middle_block
+    ResBlock - SpatialTransformer - ResBlock; output_blocks of ResBlocks over th.cat([h, hs.pop()], dim=1), their
+    SpatialTransformers, and Upsample (F.interpolate nearest x2 then a conv) closing every level but the last; out
+    GroupNorm32 - SiLU - zero_module(conv)) with use_checkpoint True as the config sets it, so every ResBlock and
+    every BasicTransformerBlock (checkpoint=True is its default) runs through util.py's checkpoint /
+    CheckpointFunction (the forward under torch.no_grad, the inputs kept, and in the backward the inputs detached
+    with requires_grad_, the function re-run on view_as shallow copies under enable_grad and torch.autograd.grad
+    taken over the inputs and the parameters); ldm/modules/attention.py's SpatialTransformer (Normalize's
+    GroupNorm(32, eps 1e-6), a 1 x 1 proj_in, rearrange 'b c h w -> b (h w) c', the transformer blocks, rearrange
+    back, zero_module proj_out, + x_in), BasicTransformerBlock (x = attn1(norm1(x)) + x, a self-attention; x =
+    attn2(norm2(x), context) + x, cross-attention to the text context; x = ff(norm3(x)) + x with FeedForward's GEGLU
+    proj to 2 x 4 x dim, chunk, x * F.gelu(gate), Dropout(0), linear back) and CrossAttention (to_q, to_k, to_v
+    without bias, rearrange 'b n (h d) -> (b h) n d', sim = einsum('b i d, b j d -> b i j', q, k) * scale,
+    sim.softmax(dim=-1), einsum('b i j, b j d -> b i d', attn, v), rearrange back, to_out linear and Dropout(0));
+    ldm/models/diffusion/ddpm.py's LatentDiffusion training step: register_schedule with the 'linear'
+    make_beta_schedule (linspace(linear_start ** 0.5, linear_end ** 0.5, 1000) ** 2 in float64, linear_start
+    0.00085, linear_end 0.012) and its float32 buffers (sqrt_alphas_cumprod, sqrt_one_minus_alphas_cumprod, the
+    lvlb_weights with lvlb_weights[0] = lvlb_weights[1]), logvar a constant 0, forward's random t in [0, 1000),
+    p_losses: q_sample (extract_into_tensor's gather and reshape), apply_model's {'c_crossattn': [c]} through
+    DiffusionWrapper's torch.cat(c_crossattn, 1) into the UNet's context, eps-parameterization target = noise,
+    loss_simple = mse_loss(reduction='none').mean([1, 2, 3]), loss_simple / exp(logvar_t) + logvar_t,
+    l_simple_weight 1 times its mean, plus original_elbo_weight 0 times the loss_vlb (computed all the same);
+    configure_optimizers' AdamW over the UNet (cond_stage_trainable False, learn_logvar False) at main.py's scaled
+    lr (1 GPU x batch 8 x base_learning_rate 1e-4) with lr_scheduler.py's LambdaLinearScheduler through LambdaLR
+    (10,000 warm-up steps from f_start 1e-6, stepped every step as the Lightning 'interval': 'step' does),
+    zero_grad, backward, step; use_ema False as in the config. No VAE: the latents are synthesised directly, already
+    as get_first_stage_encoding returns them (scale_factor 0.18215 times a DiagonalGaussian sample, mean + exp(0.5
+    logvar) * noise): per image a low-frequency background field, 4-12 Gaussian blobs of drawn size with drawn
+    4-channel signatures (the objects) and smoothed noise of drawn correlation length (texture), the raw posterior
+    at std ~5.5 as KL-f8 latents are. No CLIP either: the context stands in for FrozenCLIPEmbedder's
+    last_hidden_state as a frozen lookup (requires_grad False) in a small token-embedding table plus a position
+    embedding and a final LayerNorm (CLIP's final_layer_norm; its 12 transformer layers left out) of 77 token ids as
+    the CLIP tokenizer pads them: <|startoftext|>, a caption of drawn log-normal length (median 14 tokens, clipped
+    to 75) with Zipf-distributed words, <|endoftext|>, and <|endoftext|> padding to max_length 77. The t and the
+    noise of forward / p_losses are drawn from the data generator too. Fixed shapes: every step allocates the same
+    sizes in the same order; 2 steps (2.39 GiB, 57,726 events). Shrunk: model_channels 64 for 320 (channel_mult (1,
+    2, 4, 4), num_res_blocks 2, attention_resolutions (4, 2, 1) and transformer_depth 1 kept; 34.97M parameters for
+    859.52M), heads of num_head_channels 64 (1, 2 and 4 heads at the three attention levels) for num_heads 8,
+    context_dim 256 for 768 and a vocabulary of 8,192 for 49,408; the latents stay 4 x 64 x 64 (512 x 512 images) at
+    batch 8, so the self-attention at the 64 x 64 level is over 4,096 tokens: sim, its scaled copy and the softmax
+    are 8 x 4,096 x 4,096 floats, 512 MiB each, in the no_grad forward and again in the checkpointed recomputation,
+    where the backward adds the softmax's and the scaled product's gradients of the same size, once per transformer
+    block at that level (two in input_blocks, three in output_blocks). No first-stage encoding, no EMA, no
+    validation, no image logging, no checkpoint saving."""
+    torch.manual_seed(0)
+    batch_size, in_channels, out_channels, image_size = 8, 4, 4, 64
+    model_channels, channel_mult, num_res_blocks, attention_resolutions = 64, (1, 2, 4, 4), 2, (4, 2, 1)
+    num_head_channels, transformer_depth, context_dim, use_checkpoint = 64, 1, 256, True
+    timesteps, linear_start, linear_end, scale_factor = 1000, 0.00085, 0.0120, 0.18215
+    vocab_size, max_length, base_learning_rate = 8192, 77, 1.0e-04
+    l_simple_weight, original_elbo_weight, logvar_init = 1.0, 0.0, 0.0
+    rng = np.random.default_rng(314 + seed)  # the latents, the captions, t and the noise
+
+    class CheckpointFunction(torch.autograd.Function):  # ldm/modules/diffusionmodules/util.py
+        @staticmethod
+        def forward(ctx, run_function, length, *args):  # type: ignore[override]
+            ctx.run_function = run_function
+            ctx.input_tensors = list(args[:length])
+            ctx.input_params = list(args[length:])
+            with torch.no_grad():
+                output_tensors = ctx.run_function(*ctx.input_tensors)
+            return output_tensors
+
+        @staticmethod
+        def backward(ctx, *output_grads):  # type: ignore[override]
+            ctx.input_tensors = [x.detach().requires_grad_(True) for x in ctx.input_tensors]
+            with torch.enable_grad():
+                # the first op in run_function may modify the storage in place: not allowed on detach()'d tensors
+                shallow_copies = [x.view_as(x) for x in ctx.input_tensors]
+                output_tensors = ctx.run_function(*shallow_copies)
+            input_grads = torch.autograd.grad(output_tensors, ctx.input_tensors + ctx.input_params, output_grads,
+                                              allow_unused=True)
+            del ctx.input_tensors
+            del ctx.input_params
+            del output_tensors
+            return (None, None) + input_grads
+
+    def checkpoint(func, inputs, params, flag):  # type: ignore[no-untyped-def]
+        if flag:
+            args = tuple(inputs) + tuple(params)
+            return CheckpointFunction.apply(func, len(inputs), *args)
+        return func(*inputs)
+
+    def timestep_embedding(timesteps: torch.Tensor, dim: int, max_period: int = 10000) -> torch.Tensor:
+        half = dim // 2
+        freqs = torch.exp(-math.log(max_period) * torch.arange(start=0, end=half, dtype=torch.float32) / half)
+        args = timesteps[:, None].float() * freqs[None]
+        embedding = torch.cat([torch.cos(args), torch.sin(args)], dim=-1)
+        if dim % 2:
+            embedding = torch.cat([embedding, torch.zeros_like(embedding[:, :1])], dim=-1)
+        return embedding
+
+    def zero_module(module: nn.Module) -> nn.Module:
+        for p in module.parameters():
+            p.detach().zero_()
+        return module
+
+    class GroupNorm32(nn.GroupNorm):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return super().forward(x.float()).type(x.dtype)
+
+    def normalization(channels: int) -> nn.Module:
+        return GroupNorm32(32, channels)
+
+    def Normalize(in_channels: int) -> nn.Module:  # attention.py
+        return nn.GroupNorm(num_groups=32, num_channels=in_channels, eps=1e-6, affine=True)
+
+    def rearrange_in(t: torch.Tensor, h: int) -> torch.Tensor:  # 'b n (h d) -> (b h) n d'
+        b, n, hd = t.shape
+        return t.reshape(b, n, h, hd // h).permute(0, 2, 1, 3).reshape(b * h, n, hd // h)
+
+    def rearrange_out(t: torch.Tensor, h: int) -> torch.Tensor:  # '(b h) n d -> b n (h d)'
+        bh, n, d = t.shape
+        return t.reshape(bh // h, h, n, d).permute(0, 2, 1, 3).reshape(bh // h, n, h * d)
+
+    class GEGLU(nn.Module):
+        def __init__(self, dim_in: int, dim_out: int) -> None:
+            super().__init__()
+            self.proj = nn.Linear(dim_in, dim_out * 2)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            x, gate = self.proj(x).chunk(2, dim=-1)
+            return x * nn.functional.gelu(gate)
+
+    class FeedForward(nn.Module):
+        def __init__(self, dim: int, mult: int = 4, glu: bool = False, dropout: float = 0.0) -> None:
+            super().__init__()
+            inner_dim = int(dim * mult)
+            project_in = nn.Sequential(nn.Linear(dim, inner_dim), nn.GELU()) if not glu else GEGLU(dim, inner_dim)
+            self.net = nn.Sequential(project_in, nn.Dropout(dropout), nn.Linear(inner_dim, dim))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.net(x)
+
+    class CrossAttention(nn.Module):
+        def __init__(self, query_dim: int, context_dim: int | None = None, heads: int = 8, dim_head: int = 64,
+                     dropout: float = 0.0) -> None:
+            super().__init__()
+            inner_dim = dim_head * heads
+            context_dim = context_dim if context_dim is not None else query_dim
+            self.scale = dim_head ** -0.5
+            self.heads = heads
+            self.to_q = nn.Linear(query_dim, inner_dim, bias=False)
+            self.to_k = nn.Linear(context_dim, inner_dim, bias=False)
+            self.to_v = nn.Linear(context_dim, inner_dim, bias=False)
+            self.to_out = nn.Sequential(nn.Linear(inner_dim, query_dim), nn.Dropout(dropout))
+
+        def forward(self, x: torch.Tensor, context: torch.Tensor | None = None) -> torch.Tensor:
+            h = self.heads
+            q = self.to_q(x)
+            context = context if context is not None else x
+            k = self.to_k(context)
+            v = self.to_v(context)
+            q, k, v = (rearrange_in(t, h) for t in (q, k, v))
+            sim = torch.einsum('b i d, b j d -> b i j', q, k) * self.scale
+            attn = sim.softmax(dim=-1)  # attention, what we cannot get enough of
+            out = torch.einsum('b i j, b j d -> b i d', attn, v)
+            return self.to_out(rearrange_out(out, h))
+
+    class BasicTransformerBlock(nn.Module):
+        def __init__(self, dim: int, n_heads: int, d_head: int, dropout: float = 0.0, context_dim: int | None = None,
+                     gated_ff: bool = True, checkpoint: bool = True) -> None:
+            super().__init__()
+            self.attn1 = CrossAttention(query_dim=dim, heads=n_heads, dim_head=d_head, dropout=dropout)
+            self.ff = FeedForward(dim, dropout=dropout, glu=gated_ff)
+            self.attn2 = CrossAttention(query_dim=dim, context_dim=context_dim, heads=n_heads, dim_head=d_head,
+                                        dropout=dropout)
+            self.norm1 = nn.LayerNorm(dim)
+            self.norm2 = nn.LayerNorm(dim)
+            self.norm3 = nn.LayerNorm(dim)
+            self.checkpoint = checkpoint
+
+        def forward(self, x: torch.Tensor, context: torch.Tensor | None = None) -> torch.Tensor:
+            return checkpoint(self._forward, (x, context), self.parameters(), self.checkpoint)
+
+        def _forward(self, x: torch.Tensor, context: torch.Tensor | None = None) -> torch.Tensor:
+            x = self.attn1(self.norm1(x)) + x
+            x = self.attn2(self.norm2(x), context=context) + x
+            x = self.ff(self.norm3(x)) + x
+            return x
+
+    class SpatialTransformer(nn.Module):
+        def __init__(self, in_channels: int, n_heads: int, d_head: int, depth: int = 1, dropout: float = 0.0,
+                     context_dim: int | None = None) -> None:
+            super().__init__()
+            self.in_channels = in_channels
+            inner_dim = n_heads * d_head
+            self.norm = Normalize(in_channels)
+            self.proj_in = nn.Conv2d(in_channels, inner_dim, kernel_size=1, stride=1, padding=0)
+            self.transformer_blocks = nn.ModuleList(
+                [BasicTransformerBlock(inner_dim, n_heads, d_head, dropout=dropout, context_dim=context_dim)
+                 for _ in range(depth)])
+            self.proj_out = zero_module(nn.Conv2d(inner_dim, in_channels, kernel_size=1, stride=1, padding=0))
+
+        def forward(self, x: torch.Tensor, context: torch.Tensor | None = None) -> torch.Tensor:
+            b, _, h, w = x.shape
+            x_in = x
+            x = self.norm(x)
+            x = self.proj_in(x)
+            x = x.permute(0, 2, 3, 1).reshape(b, h * w, -1)  # 'b c h w -> b (h w) c'
+            for block in self.transformer_blocks:
+                x = block(x, context=context)
+            x = x.reshape(b, h, w, -1).permute(0, 3, 1, 2)  # 'b (h w) c -> b c h w'
+            x = self.proj_out(x)
+            return x + x_in
+
+    class TimestepBlock(nn.Module):
+        """Any module whose forward() takes timestep embeddings as a second argument."""
+
+    class TimestepEmbedSequential(nn.Sequential, TimestepBlock):
+        def forward(self, x: torch.Tensor, emb: torch.Tensor,  # type: ignore[override]
+                    context: torch.Tensor | None = None) -> torch.Tensor:
+            for layer in self:
+                if isinstance(layer, TimestepBlock):
+                    x = layer(x, emb)
+                elif isinstance(layer, SpatialTransformer):
+                    x = layer(x, context)
+                else:
+                    x = layer(x)
+            return x
+
+    class Upsample(nn.Module):
+        def __init__(self, channels: int, use_conv: bool, out_channels: int | None = None, padding: int = 1) -> None:
+            super().__init__()
+            self.channels = channels
+            self.out_channels = out_channels or channels
+            self.use_conv = use_conv
+            if use_conv:
+                self.conv = nn.Conv2d(self.channels, self.out_channels, 3, padding=padding)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            assert x.shape[1] == self.channels
+            x = nn.functional.interpolate(x, scale_factor=2, mode="nearest")
+            if self.use_conv:
+                x = self.conv(x)
+            return x
+
+    class Downsample(nn.Module):
+        def __init__(self, channels: int, use_conv: bool, out_channels: int | None = None, padding: int = 1) -> None:
+            super().__init__()
+            self.channels = channels
+            self.out_channels = out_channels or channels
+            self.use_conv = use_conv
+            self.op: nn.Module
+            if use_conv:
+                self.op = nn.Conv2d(self.channels, self.out_channels, 3, stride=2, padding=padding)
+            else:
+                assert self.channels == self.out_channels
+                self.op = nn.AvgPool2d(kernel_size=2, stride=2)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            assert x.shape[1] == self.channels
+            return self.op(x)
+
+    class ResBlock(TimestepBlock):  # neither up nor down (resblock_updown False), no scale-shift norm
+        def __init__(self, channels: int, emb_channels: int, dropout: float, out_channels: int | None = None,
+                     use_conv: bool = False, use_checkpoint: bool = False) -> None:
+            super().__init__()
+            self.channels = channels
+            self.out_channels = out_channels or channels
+            self.use_checkpoint = use_checkpoint
+            self.in_layers = nn.Sequential(normalization(channels), nn.SiLU(),
+                                           nn.Conv2d(channels, self.out_channels, 3, padding=1))
+            self.emb_layers = nn.Sequential(nn.SiLU(), nn.Linear(emb_channels, self.out_channels))
+            self.out_layers = nn.Sequential(normalization(self.out_channels), nn.SiLU(), nn.Dropout(p=dropout),
+                                            zero_module(nn.Conv2d(self.out_channels, self.out_channels, 3, padding=1)))
+            self.skip_connection: nn.Module
+            if self.out_channels == channels:
+                self.skip_connection = nn.Identity()
+            elif use_conv:
+                self.skip_connection = nn.Conv2d(channels, self.out_channels, 3, padding=1)
+            else:
+                self.skip_connection = nn.Conv2d(channels, self.out_channels, 1)
+
+        def forward(self, x: torch.Tensor, emb: torch.Tensor) -> torch.Tensor:
+            return checkpoint(self._forward, (x, emb), self.parameters(), self.use_checkpoint)
+
+        def _forward(self, x: torch.Tensor, emb: torch.Tensor) -> torch.Tensor:
+            h = self.in_layers(x)
+            emb_out = self.emb_layers(emb).type(h.dtype)
+            while len(emb_out.shape) < len(h.shape):
+                emb_out = emb_out[..., None]
+            h = h + emb_out
+            h = self.out_layers(h)
+            return self.skip_connection(x) + h
+
+    class UNetModel(nn.Module):  # use_spatial_transformer True, legacy False, conv_resample True, dims 2
+        def __init__(self) -> None:
+            super().__init__()
+            self.model_channels = model_channels
+            dropout = 0.0
+            time_embed_dim = model_channels * 4
+            self.time_embed = nn.Sequential(nn.Linear(model_channels, time_embed_dim), nn.SiLU(),
+                                            nn.Linear(time_embed_dim, time_embed_dim))
+            self.input_blocks = nn.ModuleList(
+                [TimestepEmbedSequential(nn.Conv2d(in_channels, model_channels, 3, padding=1))])
+            input_block_chans = [model_channels]
+            ch = model_channels
+            ds = 1
+            for level, mult in enumerate(channel_mult):
+                for _ in range(num_res_blocks):
+                    layers: list[nn.Module] = [ResBlock(ch, time_embed_dim, dropout, out_channels=mult * model_channels,
+                                                        use_checkpoint=use_checkpoint)]
+                    ch = mult * model_channels
+                    if ds in attention_resolutions:
+                        num_heads, dim_head = ch // num_head_channels, num_head_channels
+                        layers.append(SpatialTransformer(ch, num_heads, dim_head, depth=transformer_depth,
+                                                         context_dim=context_dim))
+                    self.input_blocks.append(TimestepEmbedSequential(*layers))
+                    input_block_chans.append(ch)
+                if level != len(channel_mult) - 1:
+                    out_ch = ch
+                    self.input_blocks.append(TimestepEmbedSequential(Downsample(ch, True, out_channels=out_ch)))
+                    ch = out_ch
+                    input_block_chans.append(ch)
+                    ds *= 2
+            num_heads, dim_head = ch // num_head_channels, num_head_channels
+            self.middle_block = TimestepEmbedSequential(
+                ResBlock(ch, time_embed_dim, dropout, use_checkpoint=use_checkpoint),
+                SpatialTransformer(ch, num_heads, dim_head, depth=transformer_depth, context_dim=context_dim),
+                ResBlock(ch, time_embed_dim, dropout, use_checkpoint=use_checkpoint))
+            self.output_blocks = nn.ModuleList([])
+            for level, mult in list(enumerate(channel_mult))[::-1]:
+                for i in range(num_res_blocks + 1):
+                    ich = input_block_chans.pop()
+                    layers = [ResBlock(ch + ich, time_embed_dim, dropout, out_channels=model_channels * mult,
+                                       use_checkpoint=use_checkpoint)]
+                    ch = model_channels * mult
+                    if ds in attention_resolutions:
+                        num_heads, dim_head = ch // num_head_channels, num_head_channels
+                        layers.append(SpatialTransformer(ch, num_heads, dim_head, depth=transformer_depth,
+                                                         context_dim=context_dim))
+                    if level and i == num_res_blocks:
+                        out_ch = ch
+                        layers.append(Upsample(ch, True, out_channels=out_ch))
+                        ds //= 2
+                    self.output_blocks.append(TimestepEmbedSequential(*layers))
+            self.out = nn.Sequential(normalization(ch), nn.SiLU(),
+                                     zero_module(nn.Conv2d(model_channels, out_channels, 3, padding=1)))
+
+        def forward(self, x: torch.Tensor, timesteps: torch.Tensor,
+                    context: torch.Tensor | None = None) -> torch.Tensor:
+            hs = []
+            t_emb = timestep_embedding(timesteps, self.model_channels)
+            emb = self.time_embed(t_emb)
+            h = x.type(torch.float32)
+            for module in self.input_blocks:
+                h = module(h, emb, context)
+                hs.append(h)
+            h = self.middle_block(h, emb, context)
+            for module in self.output_blocks:
+                h = torch.cat([h, hs.pop()], dim=1)
+                h = module(h, emb, context)
+            h = h.type(x.dtype)
+            return self.out(h)
+
+    class DiffusionWrapper(nn.Module):  # conditioning_key 'crossattn'
+        def __init__(self) -> None:
+            super().__init__()
+            self.diffusion_model = UNetModel()
+
+        def forward(self, x: torch.Tensor, t: torch.Tensor, c_crossattn: list[torch.Tensor]) -> torch.Tensor:
+            cc = torch.cat(c_crossattn, 1)
+            return self.diffusion_model(x, t, context=cc)
+
+    class FrozenTextEmbedder(nn.Module):  # stands in for FrozenCLIPEmbedder: no transformer layers, frozen
+        def __init__(self) -> None:
+            super().__init__()
+            self.token_embedding = nn.Embedding(vocab_size, context_dim)
+            self.position_embedding = nn.Embedding(max_length, context_dim)
+            self.final_layer_norm = nn.LayerNorm(context_dim)
+            self.eval()
+            for param in self.parameters():
+                param.requires_grad = False
+
+        def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+            position_ids = torch.arange(tokens.shape[1])[None]
+            z = self.token_embedding(tokens) + self.position_embedding(position_ids)
+            return self.final_layer_norm(z)  # last_hidden_state
+
+    def extract_into_tensor(a: torch.Tensor, t: torch.Tensor, x_shape: torch.Size) -> torch.Tensor:
+        b, *_ = t.shape
+        out = a.gather(-1, t)
+        return out.reshape(b, *((1,) * (len(x_shape) - 1)))
+
+    # DDPM.register_schedule('linear', 1000, linear_start, linear_end), parameterization 'eps', v_posterior 0
+    betas = (torch.linspace(linear_start ** 0.5, linear_end ** 0.5, timesteps, dtype=torch.float64) ** 2).numpy()
+    alphas = 1.0 - betas
+    alphas_cumprod = np.cumprod(alphas, axis=0)
+    alphas_cumprod_prev = np.append(1.0, alphas_cumprod[:-1])
+    to_torch = functools.partial(torch.tensor, dtype=torch.float32)
+    betas_t, alphas_cumprod_t = to_torch(betas), to_torch(alphas_cumprod)
+    sqrt_alphas_cumprod = to_torch(np.sqrt(alphas_cumprod))
+    sqrt_one_minus_alphas_cumprod = to_torch(np.sqrt(1.0 - alphas_cumprod))
+    posterior_variance = to_torch(betas * (1.0 - alphas_cumprod_prev) / (1.0 - alphas_cumprod))
+    lvlb_weights = betas_t ** 2 / (2 * posterior_variance * to_torch(alphas) * (1 - alphas_cumprod_t))
+    lvlb_weights[0] = lvlb_weights[1]
+    logvar = torch.full(fill_value=logvar_init, size=(timesteps,))
+
+    def q_sample(x_start: torch.Tensor, t: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+        return (extract_into_tensor(sqrt_alphas_cumprod, t, x_start.shape) * x_start
+                + extract_into_tensor(sqrt_one_minus_alphas_cumprod, t, x_start.shape) * noise)
+
+    # the data generator: latents as the first stage would encode them, captions as CLIP would tokenize them
+    ky = np.fft.fftfreq(image_size)[:, None]
+    kx = np.fft.rfftfreq(image_size)[None, :]
+    k2 = kx ** 2 + ky ** 2
+    yy, xx = np.mgrid[0:image_size, 0:image_size].astype(np.float64)
+
+    def smoothed_noise(corr: float, channels: int) -> np.ndarray:
+        spec = np.fft.rfft2(rng.standard_normal((channels, image_size, image_size)))
+        field = np.fft.irfft2(spec * np.exp(-2 * (math.pi * corr) ** 2 * k2), s=(image_size, image_size))
+        return field / (field.std(axis=(1, 2), keepdims=True) + 1e-8)
+
+    def first_stage_encoding() -> np.ndarray:
+        """scale_factor * DiagonalGaussianDistribution(moments).sample() of one 512 x 512 image: 4 x 64 x 64."""
+        mean = 0.8 * smoothed_noise(rng.uniform(12, 24), 4) + rng.normal(0, 0.5, (4, 1, 1))  # the backdrop
+        for _ in range(int(rng.integers(4, 13))):  # objects: blobs with their own channel signature
+            cy, cx = rng.uniform(0, image_size, 2)
+            sy, sx = rng.uniform(2, 14, 2)
+            blob = np.exp(-0.5 * (((yy - cy) / sy) ** 2 + ((xx - cx) / sx) ** 2))
+            mean = mean + rng.normal(0, 1.2, (4, 1, 1)) * blob
+        mean = mean + rng.uniform(0.2, 0.6) * smoothed_noise(rng.uniform(0.7, 2.5), 4)  # texture
+        mean = 5.5 * mean / mean.std()
+        std = np.exp(0.5 * rng.uniform(-7.0, -5.0, (4, 1, 1)))
+        z = mean + std * rng.standard_normal((4, image_size, image_size))
+        return (scale_factor * z).astype(np.float32)
+
+    bos, eos = vocab_size - 2, vocab_size - 1
+    zipf_ranks = np.arange(1, vocab_size - 1, dtype=np.float64)
+    zipf_p = zipf_ranks ** -1.07 / (zipf_ranks ** -1.07).sum()
+    word_ids = rng.permutation(vocab_size - 2)
+
+    def tokenize_caption() -> np.ndarray:  # truncation=True, max_length 77, padding="max_length"
+        n = int(np.clip(round(rng.lognormal(math.log(14), 0.6)), 1, max_length - 2))
+        words = word_ids[rng.choice(vocab_size - 2, size=n, p=zipf_p)]
+        ids = np.full(max_length, eos, dtype=np.int64)
+        ids[0] = bos
+        ids[1:1 + n] = words
+        return ids
+
+    model = DiffusionWrapper()
+    cond_stage_model = FrozenTextEmbedder()
+    learning_rate = 1 * batch_size * base_learning_rate  # main.py: accumulate_grad_batches * ngpu * bs * base_lr
+    warm_up_steps, f_start, f_max, f_min, cycle_length = 10000, 1.0e-6, 1.0, 1.0, 10000000000000
+
+    def lambda_linear_schedule(n: int) -> float:  # lr_scheduler.py: LambdaLinearScheduler, one cycle
+        if n < warm_up_steps:
+            return (f_max - f_start) / warm_up_steps * n + f_start
+        return f_min + (f_max - f_min) * (cycle_length - n) / cycle_length
+
+    opt = torch.optim.AdamW(list(model.parameters()), lr=learning_rate)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda=lambda_linear_schedule)
+    model.train()
+    total = 0.0
+    for _ in range(steps):
+        # the batch (collated) and LatentDiffusion.get_input: z = first-stage encoding, c = learned conditioning
+        x = torch.from_numpy(np.stack([first_stage_encoding() for _ in range(batch_size)]))
+        tokens = torch.from_numpy(np.stack([tokenize_caption() for _ in range(batch_size)]))
+        c = cond_stage_model(tokens)
+        t = torch.from_numpy(rng.integers(0, timesteps, (batch_size,)))  # LatentDiffusion.forward
+        noise = torch.from_numpy(rng.standard_normal(x.shape).astype(np.float32))
+        # p_losses
+        x_noisy = q_sample(x_start=x, t=t, noise=noise)
+        model_output = model(x_noisy, t, c_crossattn=[c])  # apply_model
+        target = noise
+        loss_simple = nn.functional.mse_loss(target, model_output, reduction='none').mean([1, 2, 3])
+        logvar_t = logvar[t]
+        loss = loss_simple / torch.exp(logvar_t) + logvar_t
+        loss = l_simple_weight * loss.mean()
+        loss_vlb = nn.functional.mse_loss(target, model_output, reduction='none').mean(dim=(1, 2, 3))
+        loss_vlb = (lvlb_weights[t] * loss_vlb).mean()
+        loss += (original_elbo_weight * loss_vlb)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        scheduler.step()  # 'interval': 'step'
+        total += loss.item()
+        del x, tokens, c, t, noise, x_noisy, model_output, target, loss_simple, logvar_t, loss, loss_vlb
+    return total
+
+
+@_workload(default_steps=3)
+def llama_chat_batch_serve(*, steps: int, seed: int) -> float:
+    """Batched chat serving as meta-llama/llama (the Llama 2 code, 689c7f2; llama/model.py as of 1e83758, with
+    e9077bd's KV-cache mask) serves it: llama/model.py's ModelArgs, RMSNorm (x * rsqrt(mean(x^2) + eps) on
+    x.float(), type_as, times the weight), precompute_freqs_cis over max_seq_len * 2 positions (torch.polar into
+    complex64), reshape_for_broadcast and apply_rotary_emb (torch.view_as_complex of the queries and keys reshaped
+    into pairs, times freqs_cis, torch.view_as_real and flatten(3)), repeat_kv (the expand and reshape that copy the
+    cached keys and values once per query-head group), Attention with its cache_k and cache_v of (max_batch_size,
+    max_seq_len, n_kv_heads, head_dim) zeros allocated once when the model is built, written at [:bsz,
+    start_pos:start_pos + seqlen] and read back as [:bsz, :start_pos + seqlen], the scores matmul(xq, keys^T) /
+    sqrt(head_dim), the mask added, softmax(scores.float()).type_as(xq), matmul with the values, transpose,
+    contiguous and wo; FeedForward's SwiGLU w2(silu(w1(x)) * w3(x)) with hidden_dim 2/3 x 4 x dim rounded up to
+    multiple_of 256; pre-norm TransformerBlocks; Transformer.forward under torch.inference_mode(): tok_embeddings,
+    the freqs_cis slice, for seqlen > 1 the causal mask torch.full(-inf), torch.triu(diagonal=1) and torch.hstack
+    with torch.zeros((seqlen, start_pos)), the final norm and the output projection over every position, .float().
+    llama/generation.py's Llama.generate (logprobs False, echo False) under torch.inference_mode(): min and max
+    prompt lengths, total_len = min(max_seq_len, max_gen_len + max_prompt_len), tokens = torch.full((bsz,
+    total_len), pad_id) with pad_id -1 (the sentencepiece tokenizer's) and the prompts copied in by torch.tensor,
+    eos_reached, input_text_mask = tokens != pad_id, the first forward over tokens[:, 0:min_prompt_len] (the
+    shortest prompt) and then one token at a time with prev_pos / cur_pos (the longer prompts' tokens forced in by
+    torch.where on input_text_mask), for temperature > 0 softmax(logits[:, -1] / temperature) into sample_top_p
+    (torch.sort descending, cumsum, the mask probs_sum - probs_sort > p set to 0, div_ by the sum,
+    torch.multinomial, torch.gather) with top_p 0.9, else argmax; eos_reached |= ~mask & (next == eos_id), the loop
+    left when all(eos_reached), then tokens.tolist() cut to max_gen_len and at the first EOS; chat_completion's
+    tokenisation of the dialogs. The data generator: each step one batch of one deployment's requests: a system
+    prompt of a log-normal length (median 750, clipped to 450-1,050 tokens, Zipf-drawn ids over the vocabulary)
+    shared by the batch, and 4-24 waiting dialogs, each the system prompt folded into the first user message between
+    B_SYS and E_SYS pieces, 0 or 1 earlier (user, assistant) exchange (user turns of median 20 tokens, 4-48, answers
+    of median 36, 8-80), each exchange BOS [INST] user [/INST] answer EOS, and the last user message BOS [INST] ...
+    [/INST] with no EOS; the server admits the dialogs in order up to max_batch_size 16 and a padded prefill budget
+    of 12,288 tokens (bsz x longest prompt), the rest left waiting (not served here); max_gen_len drawn 16-48,
+    greedy for a quarter of the batches, otherwise temperature 0.6-1.0; each row's reply length drawn log-normal
+    (median 14, sigma 0.5): a randomly initialised model almost never samples EOS, so at the step where a row's
+    drawn reply ends next_token is set to eos_id (the one addition to generate(), a stand-in for trained weights),
+    and torch.multinomial draws from a torch.Generator seeded by the data generator. Shapes follow the data: the
+    batch size and the shortest prompt set the prefill (scores bsz x 32 x L x L, logits bsz x L x 8,000), the
+    longest prompt and the replies set how many single-token steps follow, each reading a cache one token longer
+    (first run: batches of 16, 11 and 10 dialogs, prefills of 513, 530 and 1,077 tokens, longest prompts 630, 653
+    and 1,196, 134, 129 and 134 forwards with the prefill, every batch left on all(eos_reached) before total_len;
+    second run: 5-13 dialogs, prefills of 560-992 tokens, 64-130 forwards, all six batches ended on EOS); 3 request
+    batches (3.00 GiB, 111,402 events). Shrunk: dim 512 and 2 layers with 32 query heads of 16 and 8 KV heads (14.2M
+    parameters) for Llama 2 7B's 4,096, 32 layers and 32 heads of 128 (grouped-query attention as in the 70B's 8 KV
+    heads, 4 query heads per KV head here), a vocabulary of 8,000 for 32,000, float32 for the float16 of
+    Llama.build's torch.cuda.HalfTensor default, nn.Linear and nn.Embedding for fairscale's Column/RowParallelLinear
+    and ParallelEmbedding at model-parallel size 1, the weights as nn.Linear / nn.Embedding initialise them (no
+    checkpoint load_state_dict), no tokenizer (token ids drawn), no text decoding and no unsafe-tag check; it keeps
+    max_batch_size 16 x max_seq_len 2,048 (each layer's cache_k and cache_v 16 MiB apiece) and Llama 2 7B's 32
+    heads, so a prefill of 10 x 1,077 tokens makes float32 scores of 1,415.9 MiB (the matmul's output and its scaled
+    copy alive together, then the masked copy and the softmax) and 328.7 MiB of logits."""
+    torch.manual_seed(0)
+    dim, n_layers, n_heads, n_kv_heads, vocab_size, multiple_of, norm_eps = 512, 2, 32, 8, 8000, 256, 1e-5
+    max_batch_size, max_seq_len = 16, 2048
+    bos_id, eos_id, pad_id = 1, 2, -1  # the sentencepiece tokenizer's ids (pad_id is -1: tokens != pad_id)
+    min_waiting, max_waiting, prefill_budget, min_gen, max_gen, top_p = 4, 24, 12288, 16, 48, 0.9
+    rng = np.random.default_rng(315 + seed)  # the dialogs, the generation configs, the replies and the sampling
+    sampler = torch.Generator().manual_seed(int(rng.integers(2 ** 31)))  # torch.multinomial's randomness
+
+    class ModelArgs:  # llama/model.py's dataclass, shrunk
+        def __init__(self, max_batch_size: int, max_seq_len: int) -> None:
+            self.dim, self.n_layers, self.n_heads, self.n_kv_heads = dim, n_layers, n_heads, n_kv_heads
+            self.vocab_size, self.multiple_of = vocab_size, multiple_of
+            self.ffn_dim_multiplier: float | None = None
+            self.norm_eps = norm_eps
+            self.max_batch_size, self.max_seq_len = max_batch_size, max_seq_len
+
+    class RMSNorm(nn.Module):
+        def __init__(self, dim: int, eps: float = 1e-6) -> None:
+            super().__init__()
+            self.eps = eps
+            self.weight = nn.Parameter(torch.ones(dim))
+
+        def _norm(self, x: torch.Tensor) -> torch.Tensor:
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            output = self._norm(x.float()).type_as(x)
+            return output * self.weight
+
+    def precompute_freqs_cis(dim: int, end: int, theta: float = 10000.0) -> torch.Tensor:
+        freqs = 1.0 / (theta ** (torch.arange(0, dim, 2)[: (dim // 2)].float() / dim))
+        t = torch.arange(end, device=freqs.device)
+        freqs = torch.outer(t, freqs).float()
+        return torch.polar(torch.ones_like(freqs), freqs)  # complex64
+
+    def reshape_for_broadcast(freqs_cis: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        ndim = x.ndim
+        assert 0 <= 1 < ndim
+        assert freqs_cis.shape == (x.shape[1], x.shape[-1])
+        shape = [d if i == 1 or i == ndim - 1 else 1 for i, d in enumerate(x.shape)]
+        return freqs_cis.view(*shape)
+
+    def apply_rotary_emb(xq: torch.Tensor, xk: torch.Tensor,
+                         freqs_cis: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        xq_ = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
+        xk_ = torch.view_as_complex(xk.float().reshape(*xk.shape[:-1], -1, 2))
+        freqs_cis = reshape_for_broadcast(freqs_cis, xq_)
+        xq_out = torch.view_as_real(xq_ * freqs_cis).flatten(3)
+        xk_out = torch.view_as_real(xk_ * freqs_cis).flatten(3)
+        return xq_out.type_as(xq), xk_out.type_as(xk)
+
+    def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
+        """torch.repeat_interleave(x, dim=2, repeats=n_rep)"""
+        bs, slen, n_kv_heads, head_dim = x.shape
+        if n_rep == 1:
+            return x
+        return (x[:, :, :, None, :].expand(bs, slen, n_kv_heads, n_rep, head_dim)
+                .reshape(bs, slen, n_kv_heads * n_rep, head_dim))
+
+    class Attention(nn.Module):  # model parallel size 1: ColumnParallelLinear / RowParallelLinear are nn.Linear
+        def __init__(self, args: ModelArgs) -> None:
+            super().__init__()
+            self.n_kv_heads = args.n_heads if args.n_kv_heads is None else args.n_kv_heads
+            model_parallel_size = 1
+            self.n_local_heads = args.n_heads // model_parallel_size
+            self.n_local_kv_heads = self.n_kv_heads // model_parallel_size
+            self.n_rep = self.n_local_heads // self.n_local_kv_heads
+            self.head_dim = args.dim // args.n_heads
+            self.wq = nn.Linear(args.dim, args.n_heads * self.head_dim, bias=False)
+            self.wk = nn.Linear(args.dim, self.n_kv_heads * self.head_dim, bias=False)
+            self.wv = nn.Linear(args.dim, self.n_kv_heads * self.head_dim, bias=False)
+            self.wo = nn.Linear(args.n_heads * self.head_dim, args.dim, bias=False)
+            self.cache_k = torch.zeros((args.max_batch_size, args.max_seq_len, self.n_local_kv_heads, self.head_dim))
+            self.cache_v = torch.zeros((args.max_batch_size, args.max_seq_len, self.n_local_kv_heads, self.head_dim))
+
+        def forward(self, x: torch.Tensor, start_pos: int, freqs_cis: torch.Tensor,
+                    mask: torch.Tensor | None) -> torch.Tensor:
+            bsz, seqlen, _ = x.shape
+            xq, xk, xv = self.wq(x), self.wk(x), self.wv(x)
+            xq = xq.view(bsz, seqlen, self.n_local_heads, self.head_dim)
+            xk = xk.view(bsz, seqlen, self.n_local_kv_heads, self.head_dim)
+            xv = xv.view(bsz, seqlen, self.n_local_kv_heads, self.head_dim)
+            xq, xk = apply_rotary_emb(xq, xk, freqs_cis=freqs_cis)
+            self.cache_k = self.cache_k.to(xq)
+            self.cache_v = self.cache_v.to(xq)
+            self.cache_k[:bsz, start_pos: start_pos + seqlen] = xk
+            self.cache_v[:bsz, start_pos: start_pos + seqlen] = xv
+            keys = self.cache_k[:bsz, : start_pos + seqlen]
+            values = self.cache_v[:bsz, : start_pos + seqlen]
+            # repeat k/v heads if n_kv_heads < n_heads
+            keys = repeat_kv(keys, self.n_rep)  # (bs, cache_len + seqlen, n_local_heads, head_dim)
+            values = repeat_kv(values, self.n_rep)  # (bs, cache_len + seqlen, n_local_heads, head_dim)
+            xq = xq.transpose(1, 2)  # (bs, n_local_heads, seqlen, head_dim)
+            keys = keys.transpose(1, 2)  # (bs, n_local_heads, cache_len + seqlen, head_dim)
+            values = values.transpose(1, 2)  # (bs, n_local_heads, cache_len + seqlen, head_dim)
+            scores = torch.matmul(xq, keys.transpose(2, 3)) / math.sqrt(self.head_dim)
+            if mask is not None:
+                scores = scores + mask  # (bs, n_local_heads, seqlen, cache_len + seqlen)
+            scores = nn.functional.softmax(scores.float(), dim=-1).type_as(xq)
+            output = torch.matmul(scores, values)  # (bs, n_local_heads, seqlen, head_dim)
+            output = output.transpose(1, 2).contiguous().view(bsz, seqlen, -1)
+            return self.wo(output)
+
+    class FeedForward(nn.Module):
+        def __init__(self, dim: int, hidden_dim: int, multiple_of: int, ffn_dim_multiplier: float | None) -> None:
+            super().__init__()
+            hidden_dim = int(2 * hidden_dim / 3)
+            if ffn_dim_multiplier is not None:  # custom dim factor multiplier
+                hidden_dim = int(ffn_dim_multiplier * hidden_dim)
+            hidden_dim = multiple_of * ((hidden_dim + multiple_of - 1) // multiple_of)
+            self.w1 = nn.Linear(dim, hidden_dim, bias=False)
+            self.w2 = nn.Linear(hidden_dim, dim, bias=False)
+            self.w3 = nn.Linear(dim, hidden_dim, bias=False)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.w2(nn.functional.silu(self.w1(x)) * self.w3(x))
+
+    class TransformerBlock(nn.Module):
+        def __init__(self, layer_id: int, args: ModelArgs) -> None:
+            super().__init__()
+            self.n_heads, self.dim = args.n_heads, args.dim
+            self.head_dim = args.dim // args.n_heads
+            self.attention = Attention(args)
+            self.feed_forward = FeedForward(dim=args.dim, hidden_dim=4 * args.dim, multiple_of=args.multiple_of,
+                                            ffn_dim_multiplier=args.ffn_dim_multiplier)
+            self.layer_id = layer_id
+            self.attention_norm = RMSNorm(args.dim, eps=args.norm_eps)
+            self.ffn_norm = RMSNorm(args.dim, eps=args.norm_eps)
+
+        def forward(self, x: torch.Tensor, start_pos: int, freqs_cis: torch.Tensor,
+                    mask: torch.Tensor | None) -> torch.Tensor:
+            h = x + self.attention(self.attention_norm(x), start_pos, freqs_cis, mask)
+            return h + self.feed_forward(self.ffn_norm(h))
+
+    class Transformer(nn.Module):
+        def __init__(self, params: ModelArgs) -> None:
+            super().__init__()
+            self.params = params
+            self.vocab_size, self.n_layers = params.vocab_size, params.n_layers
+            self.tok_embeddings = nn.Embedding(params.vocab_size, params.dim)  # ParallelEmbedding
+            self.layers = nn.ModuleList([TransformerBlock(layer_id, params) for layer_id in range(params.n_layers)])
+            self.norm = RMSNorm(params.dim, eps=params.norm_eps)
+            self.output = nn.Linear(params.dim, params.vocab_size, bias=False)
+            # max_seq_len * 2: the Llama 2 generation's 4,096-token limit
+            self.freqs_cis = precompute_freqs_cis(self.params.dim // self.params.n_heads, self.params.max_seq_len * 2)
+
+        @torch.inference_mode()
+        def forward(self, tokens: torch.Tensor, start_pos: int) -> torch.Tensor:
+            _bsz, seqlen = tokens.shape
+            h = self.tok_embeddings(tokens)
+            self.freqs_cis = self.freqs_cis.to(h.device)
+            freqs_cis = self.freqs_cis[start_pos: start_pos + seqlen]
+            mask = None
+            if seqlen > 1:
+                mask = torch.full((seqlen, seqlen), float("-inf"), device=tokens.device)
+                mask = torch.triu(mask, diagonal=1)
+                # with the KV cache the scores are (seqlen, cache_len + seqlen): only j > cache_len + i is masked
+                mask = torch.hstack([torch.zeros((seqlen, start_pos), device=tokens.device), mask]).type_as(h)
+            for layer in self.layers:
+                h = layer(h, start_pos, freqs_cis, mask)
+            h = self.norm(h)
+            output = self.output(h).float()
+            return output
+
+    def sample_top_p(probs: torch.Tensor, p: float) -> torch.Tensor:
+        probs_sort, probs_idx = torch.sort(probs, dim=-1, descending=True)
+        probs_sum = torch.cumsum(probs_sort, dim=-1)
+        mask = probs_sum - probs_sort > p
+        probs_sort[mask] = 0.0
+        probs_sort.div_(probs_sort.sum(dim=-1, keepdim=True))
+        next_token = torch.multinomial(probs_sort, num_samples=1, generator=sampler)
+        next_token = torch.gather(probs_idx, -1, next_token)
+        return next_token
+
+    @torch.inference_mode()
+    def generate(prompt_tokens: list[list[int]], max_gen_len: int, temperature: float, top_p: float,
+                 reply_lens: list[int]) -> list[list[int]]:
+        """Llama.generate (logprobs False, echo False); reply_lens stand in for a trained model's EOS."""
+        params = model.params
+        bsz = len(prompt_tokens)
+        assert bsz <= params.max_batch_size, (bsz, params.max_batch_size)
+        min_prompt_len = min(len(t) for t in prompt_tokens)
+        max_prompt_len = max(len(t) for t in prompt_tokens)
+        assert max_prompt_len <= params.max_seq_len
+        total_len = min(params.max_seq_len, max_gen_len + max_prompt_len)
+        tokens = torch.full((bsz, total_len), pad_id, dtype=torch.long)
+        for k, t in enumerate(prompt_tokens):
+            tokens[k, : len(t)] = torch.tensor(t, dtype=torch.long)
+        # the position at which each row's drawn reply ends: the data's stand-in for the trained weights' EOS
+        eos_pos = torch.tensor([len(t) + r - 1 for t, r in zip(prompt_tokens, reply_lens)])
+        prev_pos = 0
+        eos_reached = torch.tensor([False] * bsz)
+        input_text_mask = tokens != pad_id
+        for cur_pos in range(min_prompt_len, total_len):
+            logits = model.forward(tokens[:, prev_pos:cur_pos], prev_pos)
+            if temperature > 0:
+                probs = torch.softmax(logits[:, -1] / temperature, dim=-1)
+                next_token = sample_top_p(probs, top_p)
+            else:
+                next_token = torch.argmax(logits[:, -1], dim=-1)
+            next_token = next_token.reshape(-1)
+            next_token = torch.where(eos_pos == cur_pos, eos_id, next_token)  # the drawn reply's end
+            # only replace token if prompt has already been generated
+            next_token = torch.where(input_text_mask[:, cur_pos], tokens[:, cur_pos], next_token)
+            tokens[:, cur_pos] = next_token
+            eos_reached |= (~input_text_mask[:, cur_pos]) & (next_token == eos_id)
+            prev_pos = cur_pos
+            if all(eos_reached):
+                break
+        out_tokens = []
+        for i, toks in enumerate(tokens.tolist()):
+            start = len(prompt_tokens[i])  # cut to max gen len
+            toks = toks[start: len(prompt_tokens[i]) + max_gen_len]
+            if eos_id in toks:  # cut to eos tok if any
+                toks = toks[: toks.index(eos_id)]
+            out_tokens.append(toks)
+        return out_tokens
+
+    # the data generator: chat dialogs tokenised as chat_completion does
+    zipf = 1.0 / np.arange(1, vocab_size - 2) ** 1.1
+    zipf /= zipf.sum()
+
+    def text(median: float, sigma: float, lo: int, hi: int) -> list[int]:
+        n = int(np.clip(rng.lognormal(math.log(median), sigma), lo, hi))
+        return (rng.choice(vocab_size - 3, n, p=zipf) + 3).tolist()
+
+    b_inst, e_inst = text(3, 0.0, 3, 3), text(4, 0.0, 4, 4)  # "[INST]", "[/INST]" as sentencepiece pieces
+    b_sys, e_sys = text(5, 0.0, 5, 5), text(7, 0.0, 7, 7)  # "<<SYS>>\n", "\n<</SYS>>\n\n"
+
+    def dialog_tokens(system: list[int]) -> list[int]:
+        """chat_completion: the system prompt folded into the first user message, [INST] ... [/INST] answer
+        pairs each between BOS and EOS, the last user message after BOS with no EOS."""
+        n_past = int(rng.choice(2, p=[0.65, 0.35]))  # earlier (user, assistant) exchanges
+        users = [text(20, 0.7, 4, 48) for _ in range(n_past + 1)]
+        answers = [text(36, 0.6, 8, 80) for _ in range(n_past)]
+        users[0] = b_sys + system + e_sys + users[0]
+        toks: list[int] = []
+        for prompt, answer in zip(users, answers):
+            toks += [bos_id] + b_inst + prompt + e_inst + answer + [eos_id]
+        toks += [bos_id] + b_inst + users[-1] + e_inst
+        return toks
+
+    model = Transformer(ModelArgs(max_batch_size=max_batch_size, max_seq_len=max_seq_len))  # Llama.build
+    model.eval()
+    total = 0.0
+    for _ in range(steps):
+        system = text(750, 0.3, 450, 1050)  # the deployment's system prompt, shared by the batch
+        waiting = [dialog_tokens(system) for _ in range(int(rng.integers(min_waiting, max_waiting + 1)))]
+        prompts: list[list[int]] = []
+        for dialog in waiting:  # admitted in order up to max_batch_size and the padded prefill budget
+            padded = (len(prompts) + 1) * max(len(t) for t in prompts + [dialog])
+            if len(prompts) == max_batch_size or padded > prefill_budget:
+                break
+            prompts.append(dialog)
+        bsz = len(prompts)
+        max_gen_len = int(rng.integers(min_gen, max_gen + 1))
+        temperature = 0.0 if rng.random() < 0.25 else float(rng.uniform(0.6, 1.0))
+        reply_lens = [int(r) for r in np.clip(rng.lognormal(math.log(14), 0.5, bsz), 2, 4 * max_gen)]
+        out_tokens = generate(prompts, max_gen_len, temperature, top_p, reply_lens)
+        total += float(sum(len(t) for t in out_tokens))
+    return total
+
+
+@_workload(default_steps=3)
+def sage_fullbatch_products_train(*, steps: int, seed: int) -> float:
+    """Full-batch GraphSAGE node classification as snap-stanford/ogb (1.3.6) examples/nodeproppred/products/gnn.py
+    trains it on ogbn-products with --use_sage: SAGE (3 SAGEConv layers, hidden 256, ReLU and F.dropout 0.5 between,
+    log_softmax), one run of main()'s loop: model.reset_parameters(), Adam at lr 0.01, each epoch train()
+    (model.train(), optimizer.zero_grad(), out = model(data.x, data.adj_t)[train_idx], F.nll_loss against
+    data.y.squeeze(1)[train_idx], backward, step, loss.item()) and test() under torch.no_grad() (model.eval(), the
+    full forward, argmax(dim=-1, keepdim=True), Evaluator('ogbn-products')'s accuracy on the train, valid and test
+    splits, data.y and y_pred indexed by each split and compared in numpy), kept as Logger.add_result does. No
+    torch_geometric: SAGEConv is written out as PyG's (2.2, torch_geometric/nn/conv/sage_conv.py, aggr 'mean',
+    root_weight, lin_l with bias on the aggregate, lin_r without, out += lin_r(x_r) in place), and since gnn.py
+    loads the dataset with transform=T.ToSparseTensor(), propagate takes the fused message_and_aggregate path,
+    matmul(adj_t.set_value(None), x, reduce='mean'), done here by torch.sparse.mm(adj_t, x, "mean") on a value-less
+    (all-ones) CSR adj_t (PyG's spmm for a torch.sparse adjacency): no per-edge index_select messages, only N x C
+    means, the backward's transposed products made by torch's _sparse_mm_reduce_impl_backward. The data generator:
+    an ogbn-products-like co-purchase graph from a degree-corrected stochastic block model of 250,000 nodes in 47
+    categories (sizes proportional to rank^-1.1, the largest 26.6% of the nodes), each node a power-law weight
+    (Pareto, tail exponent 2.3, capped at 5,000); 2,000,000 edge draws, each from a node drawn in proportion to its
+    weight to a node drawn in proportion to its weight inside its category (80%) or anywhere (20%), self-loops
+    dropped, duplicates merged by np.unique, both directions kept (the dataset's add_inverse_edge), node ids
+    permuted: 3,610,478 adjacency entries in the first run (mean degree 14.4, median 7, max 12,415, 80.5% of the
+    edges inside a category); 100-dim float32 features, 0.6 x a per-category centroid plus unit normal noise, 15% of
+    the nodes described by another category's centroid; the sales-rank split by popularity (weight times log-normal
+    noise): the top 8% for training, the next 2% validation, the rest test; adj_t sorted by row into CSR (crow, col,
+    ones) as SparseTensor stores it, made by torch.sparse_csr_tensor from the numpy arrays. Fixed shapes: every
+    epoch allocates the same sizes in the same order (the number of adjacency entries follows the seed's graph); 3
+    epochs (2.76 GiB, 1,156 events). Shrunk: 250,000 nodes and a mean degree of 14 for ogbn-products' 2,449,029 and
+    50.5 (123.7M entries), with its 100 features, 47 classes, hidden 256 and 3 layers kept, so every hidden
+    activation (an aggregate, a linear output, the ReLU, the dropout's float mask and its output) is 250,000 x 256
+    floats, 244.1 MiB, ten of them alive at the peak in the backward beside the 95.4 MiB of features and the layer-1
+    aggregate; 3 epochs for 300 and 1 run for 10, no printing of the per-epoch accuracies and no Logger
+    statistics."""
+    torch.manual_seed(0)
+    num_nodes, num_features, num_classes, avg_degree = 250000, 100, 47, 16
+    num_layers, hidden_channels, dropout, lr = 3, 256, 0.5, 0.01
+    train_frac, valid_frac, intra_frac, feature_noise = 0.08, 0.02, 0.8, 0.15
+    rng = np.random.default_rng(316 + seed)  # the graph, its features and labels and the split
+
+    class SAGEConv(nn.Module):  # torch_geometric.nn.SAGEConv(aggr='mean', root_weight=True) on a SparseTensor adj_t
+        def __init__(self, in_channels: int, out_channels: int) -> None:
+            super().__init__()
+            self.in_channels, self.out_channels = in_channels, out_channels
+            self.lin_l = nn.Linear(in_channels, out_channels, bias=True)
+            self.lin_r = nn.Linear(in_channels, out_channels, bias=False)
+            self.reset_parameters()
+
+        def reset_parameters(self) -> None:
+            self.lin_l.reset_parameters()
+            self.lin_r.reset_parameters()
+
+        def message_and_aggregate(self, adj_t: torch.Tensor, x: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+            # adj_t.set_value(None) then matmul(adj_t, x[0], reduce='mean'): each row's mean over its neighbours
+            return torch.sparse.mm(adj_t, x[0], "mean")
+
+        def forward(self, x: torch.Tensor, adj_t: torch.Tensor) -> torch.Tensor:
+            xs = (x, x)
+            out = self.message_and_aggregate(adj_t, xs)  # propagate's fused path for a sparse adj_t
+            out = self.lin_l(out)
+            x_r = xs[1]
+            out += self.lin_r(x_r)
+            return out
+
+    class SAGE(nn.Module):  # examples/nodeproppred/products/gnn.py
+        def __init__(self, in_channels: int, hidden_channels: int, out_channels: int, num_layers: int,
+                     dropout: float) -> None:
+            super().__init__()
+            self.convs = nn.ModuleList()
+            self.convs.append(SAGEConv(in_channels, hidden_channels))
+            for _ in range(num_layers - 2):
+                self.convs.append(SAGEConv(hidden_channels, hidden_channels))
+            self.convs.append(SAGEConv(hidden_channels, out_channels))
+            self.dropout = dropout
+
+        def reset_parameters(self) -> None:
+            for conv in self.convs:
+                cast(SAGEConv, conv).reset_parameters()
+
+        def forward(self, x: torch.Tensor, adj_t: torch.Tensor) -> torch.Tensor:
+            for conv in self.convs[:-1]:
+                x = conv(x, adj_t)
+                x = nn.functional.relu(x)
+                x = nn.functional.dropout(x, p=self.dropout, training=self.training)
+            x = self.convs[-1](x, adj_t)
+            return torch.log_softmax(x, dim=-1)
+
+    # the data generator: a degree-corrected stochastic block model (Chung-Lu weights inside communities)
+    class_p = 1.0 / np.arange(1, num_classes + 1) ** 1.1  # products' categories are very unbalanced
+    class_p /= class_p.sum()
+    y_np = rng.choice(num_classes, num_nodes, p=class_p)
+    theta = np.minimum((1.0 - rng.random(num_nodes)) ** (-1.0 / 1.3), 5000.0)  # power-law weights, tail 2.3
+    order = np.argsort(y_np, kind="stable")  # the nodes grouped by community for the intra-community draws
+    cum = np.cumsum(theta[order])
+    bounds = np.searchsorted(y_np[order], np.arange(num_classes + 1))  # community k is order[bounds[k]:bounds[k+1]]
+    lo = np.concatenate([[0.0], cum])[bounds[:-1]]
+    hi = cum[bounds[1:] - 1]
+    n_draw = num_nodes * avg_degree // 2
+    src = order[np.searchsorted(cum, rng.random(n_draw) * cum[-1], side="right").clip(max=num_nodes - 1)]
+    intra = rng.random(n_draw) < intra_frac
+    k = y_np[src]
+    target = np.where(intra, lo[k] + rng.random(n_draw) * (hi[k] - lo[k]), rng.random(n_draw) * cum[-1])
+    dst = order[np.searchsorted(cum, target, side="right").clip(max=num_nodes - 1)]
+    keep = src != dst  # no self-loops
+    a, b = np.minimum(src[keep], dst[keep]), np.maximum(src[keep], dst[keep])
+    pairs = np.unique(a * num_nodes + b)  # one undirected edge per pair
+    a, b = pairs // num_nodes, pairs % num_nodes
+    relabel = rng.permutation(num_nodes)  # node ids in no particular order, as the dataset's
+    row, col = np.concatenate([relabel[a], relabel[b]]), np.concatenate([relabel[b], relabel[a]])  # add_inverse_edge
+    y_np, theta = y_np[np.argsort(relabel)], theta[np.argsort(relabel)]
+    # 100-dim node features: a per-category centroid plus noise, some nodes described like another category
+    centroids = rng.standard_normal((num_classes, num_features)).astype(np.float32)
+    shown = np.where(rng.random(num_nodes) < feature_noise, rng.choice(num_classes, num_nodes, p=class_p), y_np)
+    x_np = 0.6 * centroids[shown] + rng.standard_normal((num_nodes, num_features), dtype=np.float32)
+    # the sales-rank split: the most popular 8% for training, the next 2% validation, the rest test
+    rank = np.argsort(-theta * rng.lognormal(0.0, 0.5, num_nodes))
+    n_train, n_valid = int(train_frac * num_nodes), int(valid_frac * num_nodes)
+    split_idx = {"train": torch.tensor(np.sort(rank[:n_train])),
+                 "valid": torch.tensor(np.sort(rank[n_train:n_train + n_valid])),
+                 "test": torch.tensor(np.sort(rank[n_train + n_valid:]))}
+    # PygNodePropPredDataset's data, transform=T.ToSparseTensor(): adj_t sorted by row (CSR), no values
+    perm = np.lexsort((col, row))
+    crow = np.concatenate([[0], np.cumsum(np.bincount(row, minlength=num_nodes))])
+    adj_t = torch.sparse_csr_tensor(torch.tensor(crow), torch.tensor(col[perm]), torch.ones(len(perm)),
+                                    (num_nodes, num_nodes), check_invariants=False)
+    data_x = torch.tensor(x_np)
+    data_y = torch.tensor(y_np).unsqueeze(1)
+    del src, dst, target, intra, keep, a, b, pairs, row, col, perm, x_np, shown
+
+    def train(model: SAGE, train_idx: torch.Tensor, optimizer: torch.optim.Optimizer) -> float:
+        model.train()
+        optimizer.zero_grad()
+        out = model(data_x, adj_t)[train_idx]
+        loss = nn.functional.nll_loss(out, data_y.squeeze(1)[train_idx])
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+
+    def evaluator_eval(y_true: torch.Tensor, y_pred: torch.Tensor) -> float:  # Evaluator('ogbn-products')
+        y_true_np, y_pred_np = y_true.detach().cpu().numpy(), y_pred.detach().cpu().numpy()
+        correct = y_true_np[:, 0] == y_pred_np[:, 0]
+        return float(np.sum(correct)) / len(correct)
+
+    @torch.no_grad()
+    def test(model: SAGE) -> tuple[float, float, float]:
+        model.eval()
+        out = model(data_x, adj_t)
+        y_pred = out.argmax(dim=-1, keepdim=True)
+        train_acc = evaluator_eval(data_y[split_idx["train"]], y_pred[split_idx["train"]])
+        valid_acc = evaluator_eval(data_y[split_idx["valid"]], y_pred[split_idx["valid"]])
+        test_acc = evaluator_eval(data_y[split_idx["test"]], y_pred[split_idx["test"]])
+        return train_acc, valid_acc, test_acc
+
+    train_idx = split_idx["train"]
+    model = SAGE(num_features, hidden_channels, num_classes, num_layers, dropout)
+    model.reset_parameters()  # one run of main()'s loop
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    results: list[tuple[float, float, float]] = []  # Logger.add_result
+    total = 0.0
+    for _ in range(steps):  # epochs
+        loss = train(model, train_idx, optimizer)
+        result = test(model)
+        results.append(result)
+        total += loss
+    return total
+
+
 HELDOUT: dict[str, Workload] = {
     "gru-lm-train": gru_lm_train,
     "vgg-train": vgg_train,
@@ -24816,6 +26954,18 @@ HELDOUT: dict[str, Workload] = {
     "gpt-longctx-train": gpt_longctx_train,
     "unet-highres-seg-train": unet_highres_seg_train,
     "gpt2-batch-generate-serve": gpt2_batch_generate_serve,
+    # the thirty-fifth set, captured while no set was unseen and committed (in thirtyfifth/) before it was measured, to
+    # check a change at GPU scale (footprints of 2.2-3.0 GiB): mattmacy's V-Net on 6 x 80 x 64 x 80 CT patches; a BERT
+    # fine-tuned on documents of up to 512 tokens, each batch padded to its longest; BasicSR's ESRGAN (RRDBNet, a VGG-style
+    # discriminator, perceptual and relativistic GAN losses) on 128 x 128 crops; Stable Diffusion's latent UNet with
+    # cross-attention on 64 x 64 latents; meta-llama's Llama 2 generate() over batched chats with its preallocated KV
+    # cache; OGB's full-batch GraphSAGE on a 250,000-node products-like graph
+    "vnet-ct-seg-train": vnet_ct_seg_train,
+    "bert-seq512-classify-train": bert_seq512_classify_train,
+    "esrgan-train": esrgan_train,
+    "sd-latent-unet-train": sd_latent_unet_train,
+    "llama-chat-batch-serve": llama_chat_batch_serve,
+    "sage-fullbatch-products-train": sage_fullbatch_products_train,
 }
 
 
