@@ -213,6 +213,27 @@ def test_below_the_live_peak_pages_move_only_past_the_move_slack():
     assert unmaps >= 1 and reserved <= 101 * PAGE, (reserved, unmaps)
 
 
+def test_a_move_unmaps_only_what_the_slack_requires():
+    """Below the live peak, a request that fits no hole moves pages: it unmaps free runs
+    until reserved memory is back within 1 + move_slack x the live peak, not down to the
+    live peak itself (each of those unmaps is a device call, and a repeating step maps
+    the pages again). Each unmap still gives back its whole free run."""
+    def run(only_needed: bool) -> tuple[int, int]:
+        a, dev = make(page=PAGE, growth=0.0, growth_max=0, slack=0.0, move_slack=0.04,
+                      move_only_needed=only_needed)
+        held = [a.malloc(n * PAGE) for n in (1, 2, 1, 2, 1, 2, 1, 90)]  # 100 pages live
+        for k in (1, 3, 5):
+            a.free(held[k])  # three mapped holes of 2 pages; 94 pages live
+        a.malloc(3 * PAGE)  # fits no hole: at the top, within 104 pages reserved
+        assert (a.reserved_bytes, dev.counters.unmaps) == (103 * PAGE, 0)
+        a.malloc(3 * PAGE)  # 106 pages would be past 104: a move, 100 pages live
+        return a.reserved_bytes, dev.counters.unmaps
+
+    assert run(True) == (104 * PAGE, 1)
+    assert run(False) == (100 * PAGE, 3)
+    assert make()[0].spec.move_only_needed is True
+
+
 def test_climb_chunks_keep_a_later_climb_from_unmapping_what_it_maps_again():
     """Each layer of a forward pass keeps an activation (the live peak climbs) and frees a
     temporary. Within the slack alone, a climb unmaps the temporaries' free pages and maps
@@ -473,6 +494,8 @@ def test_spec_validation_names_the_problem():
         ArenaSpec(slack=-1)
     with pytest.raises(ValueError, match="fit must be one of best, first; got 'worst'"):
         ArenaSpec(fit="worst")
+    with pytest.raises(ValueError, match="move_only_needed must be True or False; got 1"):
+        ArenaSpec(move_only_needed=1)
 
 
 @settings(max_examples=200, deadline=None)

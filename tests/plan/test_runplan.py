@@ -439,6 +439,18 @@ CHANGING_SHAPES = [r.name for r in HELDOUT_RUNS if not r.fixed_shapes and r.reru
 #: 1.0222, 1.0354, 1.0408, 1.0540.)
 
 
+#: the thirty-fifth set's later runs served by a plan from the first (its recordings pack within 1.0034 x
+#: their bounds)
+THIRTYFIFTH_ABOVE = {
+    "esrgan-train": "thirty-fifth set: 1.0175 x the bound, 19 pages above the page-rounded bound (the recording "
+                    "packs at 1.0005; 1.0184 learned online)",
+    "sage-fullbatch-products-train": "thirty-fifth set: 1.0158 x the bound, 22 pages above the page-rounded bound (the "
+                                     "recording packs at 1.0000; 1.0158 learned online)"}
+SD_LATENT_ABOVE = {
+    "sd-latent-unet-train": "thirty-fifth set: 1.0756 x the bound, 92 pages above the page-rounded bound (the "
+                            "recording packs at 1.0034), where plan mode learning online reserves 1.0275"}
+
+
 class _Plans:
     """The plan of each workload's recording in the repository, made when a test first asks
     for it (one worker runs all the tests of a workload: tests/conftest.py), saved to a file
@@ -476,7 +488,8 @@ def _served(later_runs: _Plans, name: str) -> tuple[Replayed, Replayed]:
     "sac-continuous-train": "thirty-first set: page granularity: 5.73 MiB rounded up to 3 pages of 2 MiB is 1.0473 x "
                             "the bound, where the plan serves it",
     "a2c-small-train": "thirty-third set: page granularity: 32.80 MiB rounded up to 17 pages of 2 MiB is 1.0364 x the "
-                       "bound, where the plan serves it"}))
+                       "bound, where the plan serves it",
+    **SD_LATENT_ABOVE}))
 def test_a_plan_from_an_earlier_run_meets_the_plan_target_on_a_later_run(later_runs, name):
     r, learned = _served(later_runs, name)
     lb = r.lower_bound
@@ -492,6 +505,7 @@ def test_a_plan_from_an_earlier_run_meets_the_plan_target_on_a_later_run(later_r
     "raft-flow-train": "twentieth set: 1.0128 x the bound, 2 pages above the page-rounded bound (the recording packs "
                        "at 1.0076)",
     **TWENTYFIRST_ABOVE,
+    **THIRTYFIFTH_ABOVE, **SD_LATENT_ABOVE,
     "barlow-twins-train": "twenty-fourth set: 1.0166 x the bound, 2 pages above the page-rounded bound (the "
                           "recording packs at 1.0142: LARS's per-parameter norms and buffers)"}))
 def test_a_later_run_served_by_a_plan_is_within_a_page_of_the_page_rounded_bound(later_runs, name):
@@ -508,12 +522,11 @@ def test_a_later_run_served_by_a_plan_is_within_a_page_of_the_page_rounded_bound
 @pytest.mark.parametrize("name", with_measured_misses(CHANGING_SHAPES, {
     "dkl-gp-train": "fifteenth set: 1.1377 x the bound with the plan, 1.0863 learned online (the minibatch, and its "
                     "kernel matrices, change size every step)",
-    "concat-batch-serve": "twentieth set: 1.0922 x the bound with the plan, 1.0653 learned online (requests join and "
-                          "leave at drawn times)",
     "set-transformer-train": "twenty-fourth set: 1.0421 x the bound with the plan, 1.0197 learned online (each step "
                              "draws the sets' size)",
-    "pointpillars-train": "twenty-fifth set: 1.0868 x the bound with the plan, 1.0620 learned online (each step's "
-                          "pillar count follows the drawn LiDAR points)",
+    "gat-padded-train": "fifteenth set, since a move unmaps only what the slack requires (move_only_needed): 1.0686 x "
+                        "the bound with the plan, 1.0387 learned online (1.0924 and 1.0805 before: both fell, learning "
+                        "online more; each step's 32 graphs are padded to the drawn largest)",
     "din-ctr-train": "twenty-sixth set: 1.1047 x the bound with the plan, 1.0779 learned online (each batch's user "
                      "histories are padded to its drawn longest)",
     "pinsage-walk-train": "thirty-first set: 1.1240 x the bound with the plan, 1.0834 learned online (each step's "
