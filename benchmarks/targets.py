@@ -327,8 +327,23 @@ def _ratio(v: dict, who: str) -> str:
     return "-" if x is None else f"{x['reserved'] / v['bound']:.4f}/{x['calls']}" if v["bound"] else "-"
 
 
+def _results(path: str) -> dict:
+    """A results file of ``run``, or SystemExit naming what is wrong with it."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except OSError as e:
+        raise SystemExit(f"targets: cannot read results file {path!r}: {e.strerror or e}") from None
+    except ValueError as e:
+        raise SystemExit(f"targets: results file {path!r} is not JSON: {e}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("streams"), dict) or not all(
+            isinstance(v, dict) and {"verdicts", "memtune", "bound"} <= set(v) for v in doc["streams"].values()):
+        raise SystemExit(f"targets: {path!r} is not a results file of 'targets.py run' (expected 'streams', each "
+                         "with 'verdicts', 'memtune' and 'bound')")
+    return doc
+
+
 def compare(args: argparse.Namespace) -> int:
-    a, b = (json.loads(Path(p).read_text()) for p in (args.before, args.after))
+    a, b = (_results(p) for p in (args.before, args.after))
     common = sorted(set(a["streams"]) & set(b["streams"]))
     lost, won, moved = [], [], []
     for k in common:

@@ -68,3 +68,16 @@ def test_it_judges_a_run_as_the_tests_do_and_replays_only_memtune_the_second_tim
 def test_bad_arguments_are_named(tmp_path, argv, says):
     with pytest.raises(SystemExit, match=says.replace("[", r"\[").replace("]", r"\]")):
         _harness().main(["run", "-o", str(tmp_path / "x.json"), "--jobs", "1", *argv])
+
+
+def test_compare_names_a_file_it_cannot_use(tmp_path):
+    h = _harness()
+    with pytest.raises(SystemExit, match="cannot read results file '.*missing.json'"):
+        h.main(["compare", str(tmp_path / "missing.json"), str(tmp_path / "missing.json")])
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(SystemExit, match="is not JSON"):
+        h.main(["compare", str(bad), str(bad)])
+    bad.write_text('{"streams": {"first:x": {"memtune": {}}}}')
+    with pytest.raises(SystemExit, match="is not a results file of 'targets.py run'"):
+        h.main(["compare", str(bad), str(bad)])

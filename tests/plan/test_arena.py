@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from sortedcontainers import SortedDict
 
-from memtune.allocator.arena import FITS, ArenaAllocator, ArenaSpec, _BestFit, _FirstFit
+from memtune.allocator.arena import FITS, ArenaAllocator, ArenaSpec, _BestFit, _FirstFit, _Region
 from memtune.allocator.base import _LARGE
 from memtune.allocator.events import EventKind
 from memtune.allocator.limits import Limits
@@ -500,22 +500,23 @@ def test_spec_validation_names_the_problem():
 
 @settings(max_examples=200, deadline=None)
 @given(ops=st.lists(st.tuples(st.booleans(), st.integers(0, 63), st.integers(1, 1 << 22)), max_size=120),
-       asks=st.lists(st.integers(1, 1 << 22), min_size=1, max_size=8))
-def test_each_fit_index_finds_the_hole_its_rule_names(ops, asks):
+       asks=st.lists(st.integers(1, 1 << 22), min_size=1, max_size=8), limit=st.sampled_from([4, _BestFit.LIMIT]))
+def test_each_fit_index_finds_the_hole_its_rule_names(ops, asks, limit):
     """Against a scan of every hole: best fit, the smallest that fits (lowest start on
-    ties); first fit, the lowest start that fits; None when no hole fits."""
+    ties); first fit, the lowest start that fits; None when no hole fits. (Best fit's
+    index is a plain list up to ``limit`` holes, a SortedList past it.)"""
     holes: dict[int, int] = {}
-    best, first = _BestFit(), _FirstFit(holes)
+    best, first = _BestFit(limit), _FirstFit(holes)
     for add, slot, size in ops:
         start = slot << 23  # slots far enough apart that holes never overlap
         if add and start not in holes:
             holes[start] = size
-            best.add((size, start))
-            first.add((size, start))
+            best.add(size, start)
+            first.add(size, start)
         elif not add and start in holes:
             n = holes.pop(start)
-            best.remove((n, start))
-            first.remove((n, start))
+            best.remove(n, start)
+            first.remove(n, start)
         assert len(first) == len(best) == len(holes)
         for want in asks:
             fits = [(n, a) for a, n in holes.items() if n >= want]
@@ -527,6 +528,35 @@ def test_each_fit_index_finds_the_hole_its_rule_names(ops, asks):
     assert len(rebuilt) == len(holes)
     for want in asks:
         assert rebuilt.take(want) == first.take(want)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ops=st.lists(st.tuples(st.booleans(), st.integers(0, 40), st.integers(1, 6)), max_size=80),
+       asks=st.lists(st.tuples(st.integers(0, 45), st.integers(1, 8)), min_size=1, max_size=6))
+def test_mapped_runs_are_the_pages_mapped_merged(ops, asks):
+    """A region's mapped runs against a set of pages: every map and unmap keeps them disjoint,
+    sorted and merged where they touch, and ``unmapped_runs`` / ``next_mapped_start`` read
+    them right."""
+    r = _Region(0, 64 * PAGE, 0, _LARGE)
+    pages: set[int] = set()
+    for add, first, n in ops:
+        span = set(range(first, first + n))
+        if add and not span & pages:
+            r.add_mapped(first * PAGE, (first + n) * PAGE)
+            pages |= span
+        elif not add and span <= pages:
+            run = next((s, e) for s, e in r.mapped.items() if s <= first * PAGE < e)
+            if (first + n) * PAGE <= run[1]:  # an unmap lies inside one run
+                r.remove_mapped(first * PAGE, (first + n) * PAGE)
+                pages -= span
+        runs = r.mapped.items()
+        assert runs == sorted(runs) and all(e1 < s2 for (_s1, e1), (s2, _e2) in zip(runs, runs[1:])), runs
+        assert {p for s, e in runs for p in range(s // PAGE, e // PAGE)} == pages
+        for lo, n in asks:
+            want = sorted(set(range(lo, lo + n)) - pages)
+            got = [p for a, b in r.unmapped_runs(lo * PAGE, (lo + n) * PAGE) for p in range(a // PAGE, b // PAGE)]
+            assert got == want
+            assert r.next_mapped_start(lo * PAGE) == min((s for s, _e in runs if s >= lo * PAGE), default=r.end)
 
 
 def test_first_fit_takes_the_lowest_hole_that_fits_and_best_fit_the_smallest():
