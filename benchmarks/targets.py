@@ -73,10 +73,6 @@ class Stream:
     device: int | None  # None: the trace's only device (held-out runs)
     fixed_shapes: bool = False
 
-    @property
-    def name(self) -> str:
-        return self.key.split(":")[1]
-
 
 def _manifest():
     import importlib.util
@@ -119,7 +115,7 @@ def streams(extra: list[Path], only: list[str], kinds: set[str]) -> list[Stream]
         if rerun is not None and "later" in kinds:
             out.append(Stream(f"later:{name}", "later", str(rerun), None, bool(fixed)))
     if only:
-        out = [s for s in out if any(o == s.name or o == s.key or o in s.key for o in only)]
+        out = [s for s in out if any(o in s.key for o in only)]
     return sorted(out, key=lambda s: -Path(s.path).stat().st_size)
 
 
