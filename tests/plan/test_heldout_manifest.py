@@ -27,6 +27,14 @@ def test_the_manifest_is_valid_and_lists_every_held_out_trace():
     assert [s for i, s in enumerate(seen) if i == 0 or seen[i - 1] != s] == list(runs.sets)
 
 
+def test_every_later_run_is_in_the_rerun_readme_table_in_the_manifests_order():
+    """benchmarks/heldout/rerun/README.md's table (steps, events, peak requested) lists every
+    later run, once, in the manifest's order: it fell 63 runs behind while no test read it."""
+    text = (REPO / "benchmarks" / "heldout" / "rerun" / "README.md").read_text()
+    listed = re.findall(r"^\| `([a-z0-9-]+)\.jsonl\.gz` \| \d", text, re.M)
+    assert listed == [r.name for r in HELDOUT_RUNS if r.rerun]
+
+
 def test_an_unseen_set_is_not_read():
     """A set kept unseen sits in a directory of its own under benchmarks/heldout: no run of
     the manifest is in any directory but the demo set's, benchmarks/heldout and its rerun/."""
