@@ -43,6 +43,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -350,12 +351,14 @@ def compare(args: argparse.Namespace) -> int:
                 lost.append((k, t))
             elif x is False and y is True:
                 won.append((k, t))
-        if (va["memtune"], va.get("memtune-plan"), va.get("longer")) != (vb["memtune"], vb.get("memtune-plan"),
-                                                                         vb.get("longer")):
+        both = [key for key in ("memtune", "memtune-plan", "longer") if key in va and key in vb]
+        if any(va[key] != vb[key] for key in both):
             moved.append(k)
-    ma, mb = (sum(len(v) for k, v in _misses(d).items() if k in common) for d in (a, b))
-    print(f"{len(common)} streams in both: misses {ma} -> {mb}; {len(won)} won, {len(lost)} lost; "
-          f"{len(moved)} replays changed")
+    # misses of the targets both files judged (a run without --longer or --plan judges fewer)
+    judged = {k: set(a["streams"][k]["verdicts"]) & set(b["streams"][k]["verdicts"]) for k in common}
+    ma, mb = (sum(1 for k in common for t in judged[k] if not d["streams"][k]["verdicts"][t]) for d in (a, b))
+    print(f"{len(common)} streams in both: misses {ma} -> {mb} (of the targets both judged); {len(won)} won, "
+          f"{len(lost)} lost; {len(moved)} replays changed")
     calls = [sum(d["streams"][k]["memtune"]["calls"] for k in common) for d in (a, b)]
     print(f"memtune's device calls in all: {calls[0]} -> {calls[1]}")
     for title, items in (("lost", lost), ("won", won)):
@@ -377,6 +380,8 @@ def compare(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None and hasattr(signal, "SIGPIPE"):  # `... compare a b | head`: stop quietly
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="replay every stream and judge the targets")
