@@ -232,9 +232,10 @@ class _BestFit:
 
     Why a plain list while it is short: a region holds tens to a few thousand holes, and
     every malloc and free adds or removes one; ``insort`` and ``del`` on a list are a C
-    call each, where SortedList's are several Python-level steps (about a quarter of the
-    time of the index, measured over the shared snapshots' replays). Past ``limit`` holes
-    the list becomes a SortedList, whose inserts stay logarithmic however many there are.
+    call each, where SortedList's are several Python-level steps (an add and a remove
+    among 300 holes: 0.31 us against 1.12 us for SortedList of tuples). Past ``limit``
+    holes the list becomes a SortedList, whose inserts stay logarithmic however many
+    there are.
     """
 
     __slots__ = ("keys", "limit")
@@ -517,8 +518,9 @@ class _Runs:
 
     Why plain lists: every request asks which of its pages are mapped, and a region holds
     tens to a few thousand runs. ``bisect`` on a list is one C call; a SortedDict's
-    positional access is several Python-level ones (replays of the shared snapshots spent
-    about a tenth of their time there)."""
+    positional access is several Python-level ones. (With the list-based best fit above,
+    memtune replays the shared snapshot warm-lm-fullstep in 72 ms instead of 92, and
+    cold-small's 71 events in 0.40 ms instead of 0.48; pytorch-cuda: 64 and 0.31.)"""
 
     __slots__ = ("ends", "starts")
 
