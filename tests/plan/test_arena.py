@@ -542,12 +542,12 @@ def test_mapped_runs_are_the_pages_mapped_merged(ops, asks):
     for add, first, n in ops:
         span = set(range(first, first + n))
         if add and not span & pages:
-            r.add_mapped(first * PAGE, (first + n) * PAGE)
+            r.mapped.add(first * PAGE, (first + n) * PAGE)
             pages |= span
         elif not add and span <= pages:
             run = next((s, e) for s, e in r.mapped.items() if s <= first * PAGE < e)
             if (first + n) * PAGE <= run[1]:  # an unmap lies inside one run
-                r.remove_mapped(first * PAGE, (first + n) * PAGE)
+                r.mapped.remove(first * PAGE, (first + n) * PAGE)
                 pages -= span
         runs = r.mapped.items()
         assert runs == sorted(runs) and all(e1 < s2 for (_s1, e1), (s2, _e2) in zip(runs, runs[1:])), runs

@@ -476,12 +476,6 @@ class _Region:
         i = bisect_left(starts, addr)
         return starts[i] if i < len(starts) else self.end
 
-    def add_mapped(self, lo: int, hi: int) -> None:
-        self.mapped.add(lo, hi)
-
-    def remove_mapped(self, lo: int, hi: int) -> None:
-        self.mapped.remove(lo, hi)
-
     def free_page_runs(self, page: int) -> list[tuple[int, int, int]]:
         """Mapped runs of whole pages no live block touches (in holes and above the
         top), with the clock of the free that last touched them."""
@@ -860,7 +854,7 @@ class ArenaAllocator(AllocatorBase):
         return True
 
     def _mapped(self, region: _Region, a: int, b: int) -> None:
-        region.add_mapped(a, b)
+        region.mapped.add(a, b)
         size = b - a
         region.mapped_bytes += size
         self._reserved += size
@@ -878,7 +872,7 @@ class ArenaAllocator(AllocatorBase):
 
     def _unmap(self, region: _Region, a: int, b: int, reason: str, emit: bool = True) -> None:
         self.device.unmap(a, b - a)
-        region.remove_mapped(a, b)
+        region.mapped.remove(a, b)
         size = b - a
         region.mapped_bytes -= size
         self._reserved -= size
@@ -1361,7 +1355,7 @@ class ArenaAllocator(AllocatorBase):
                             runs.append((lo, hi))
             for lo, hi in runs:
                 self.device.map(lo, hi - lo)
-                r.add_mapped(lo, hi)
+                r.mapped.add(lo, hi)
                 r.mapped_bytes += hi - lo
                 self._reserved += hi - lo
                 st.inc(S.RESERVED_BYTES, key[1], hi - lo)
