@@ -221,6 +221,24 @@ def _parse_settings(items: list[str]) -> dict[str, str]:
     return out
 
 
+def _read_cache(path: Path) -> dict:
+    """The preset cache, or an empty one where it is absent or unusable (it is only a cache:
+    the presets are replayed again, and the file is rewritten)."""
+    if not path.is_file():
+        return {}
+    try:
+        cache = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        print(f"targets: preset cache {str(path)!r} is unreadable ({e}); replaying the presets again",
+              file=sys.stderr)
+        return {}
+    if not isinstance(cache, dict) or not isinstance(cache.get("streams"), dict):
+        print(f"targets: preset cache {str(path)!r} is not one this script wrote; replaying the presets again",
+              file=sys.stderr)
+        return {}
+    return cache
+
+
 def run(args: argparse.Namespace) -> int:
     from rich.progress import (
         BarColumn,
@@ -247,9 +265,7 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit(f"targets: no stream matches --only {args.only}")
     cache_path = Path(args.cache)
     code = preset_code()
-    cache: dict = {}
-    if cache_path.is_file():
-        cache = json.loads(cache_path.read_text())
+    cache = _read_cache(cache_path)
     if cache.get("code") != code:
         cache = {"code": code, "streams": {}}
     keys = {s.key: f"{_file_digest(s.path)}:{s.device}" for s in todo}
@@ -286,7 +302,9 @@ def run(args: argparse.Namespace) -> int:
         cache["streams"][keys[s.key]] = r["presets"]
         r["verdicts"] = verdicts(r)
     cache_path.parent.mkdir(parents=True, exist_ok=True)
-    cache_path.write_text(json.dumps(cache))
+    part = cache_path.with_name(f"{cache_path.name}.{os.getpid()}.part")
+    part.write_text(json.dumps(cache))
+    part.replace(cache_path)  # whole or not at all, whatever else writes it meanwhile
     doc = {"memtune": str(Path(memtune.__file__).parent), "settings": settings, "longer": args.longer, "plan": args.plan,
            "seconds": round(time.perf_counter() - start, 1), "streams": {s.key: results[s.key] for s in todo}}
     Path(args.output).write_text(json.dumps(doc, indent=1, sort_keys=True))

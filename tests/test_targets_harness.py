@@ -81,3 +81,15 @@ def test_compare_names_a_file_it_cannot_use(tmp_path):
     bad.write_text('{"streams": {"first:x": {"memtune": {}}}}')
     with pytest.raises(SystemExit, match="is not a results file of 'targets.py run'"):
         h.main(["compare", str(bad), str(bad)])
+
+
+@pytest.mark.parametrize("content", ["{not json", "[1, 2]"])
+def test_an_unusable_preset_cache_is_replaced_not_a_traceback(tmp_path, capsys, content):
+    cache = tmp_path / "cache.json"
+    cache.write_text(content)
+    out = tmp_path / "a.json"
+    assert _harness().main(["run", "-o", str(out), "--jobs", "1", "--only", "first:mlp-train", "--kinds", "first",
+                            "--cache", str(cache)]) == 0
+    assert "replaying the presets again" in capsys.readouterr().err
+    assert json.loads(cache.read_text())["streams"]  # rewritten with the presets' numbers
+    assert json.loads(out.read_text())["streams"]["first:mlp-train"]["presets"]["pytorch-cuda"]["reserved"] > 0
