@@ -2,6 +2,7 @@
 
     python benchmarks/targets.py run -o before.json --jobs 2            # online targets
     python benchmarks/targets.py run -o before.json --longer --plan     # ... and longer runs, plan mode
+    python benchmarks/targets.py run -o before.json --runplan           # ... and plans of first runs
     python benchmarks/targets.py run -o x.json --only vgg-train --set move_slack=0.03
     python benchmarks/targets.py run -o new.json --extra benchmarks/heldout/thirtyfifth
     python benchmarks/targets.py compare before.json after.json         # verdicts won and lost
@@ -28,7 +29,14 @@ any ``--extra`` directory (a set measured but not yet in the manifest; its later
   300 steps longer);
 * ``--plan``: ``plan-1.02`` on first runs and shared streams whose step repeats over at least
   half of the events (memtune-plan's whole run <= 1.02 x the bound), and ``plan<=memtune`` on
-  later runs of fixed-shape runs (memtune-plan learning online reserves no more than memtune).
+  later runs of fixed-shape runs (memtune-plan learning online reserves no more than memtune);
+* ``--runplan``, later runs of the manifest, served by memtune-plan from a plan of their first
+  run (made as test_runplan.py makes it, and kept in ``--runplan-cache`` under the recording's
+  bytes and the planning code): where shapes are fixed, ``runplan-1.02`` (no more than learning
+  online, and <= 1.02 x the bound) and ``runplan-page`` (within a page of the bound rounded up
+  to pages; the test also checks how tightly the recording packs, which this does not); where
+  they change, ``runplan-little`` (<= 1.02 x learning online) and ``runplan-calls`` (<= 2 x its
+  device calls).
 
 The strict xfails in tests/plan hold the known misses; a verdict this reports as lost is
 a test that will fail, and one won is an xfail that will pass (and must go).
@@ -53,11 +61,13 @@ REPO = HERE.parent
 SRC = REPO / "src" / "memtune"
 TRACES = Path(os.environ.get("MEMTUNE_SHARED_TRACES", REPO.parent / "shared" / "traces"))
 DEFAULT_CACHE = REPO / ".cache" / "targets-presets.json"
+DEFAULT_RUNPLANS = REPO / ".cache" / "runplans"
 #: presets the online targets compare memtune with (every caching preset)
 PRESETS = ("pytorch-cuda", "pytorch-mps", "mxnet-naive", "mxnet-round", "cupy", "megengine")
 #: below this lower bound a ratio to it measures allocation granularity (tests/plan/test_targets.py)
 MIN_MEANINGFUL_BOUND = 64 * 1024
 LONGER = (200, 300)
+PAGE = 2 << 20
 #: a step repeating over at least this share of a stream's events gets the plan-mode target
 STEP_COVERAGE = 0.5
 FIRST_TARGETS = ("presets", "bound", "pytorch-cuda", "calls")
@@ -73,6 +83,10 @@ class Stream:
     path: str
     device: int | None  # None: the trace's only device (held-out runs)
     fixed_shapes: bool = False
+    #: a later run's first run (the recording a plan of it is made from, for --runplan), and
+    #: that plan's improvement rounds (the manifest's Run.plan_rounds)
+    first: str | None = None
+    plan_rounds: int = 0
 
 
 def _manifest():
@@ -102,19 +116,22 @@ def streams(extra: list[Path], only: list[str], kinds: set[str]) -> list[Stream]
                 continue
             for dt in memtune.load_trace(p).devices:
                 out.append(Stream(f"shared:{p.name}:{dt.device}", "shared", str(p), dt.device))
-    runs = [(r.name, r.path, r.rerun, r.fixed_shapes) for r in _manifest().load()]
+    runs = [(r.name, r.path, r.rerun, r.fixed_shapes, r.plan_rounds) for r in _manifest().load()]
     for d in extra:
         if not d.is_dir():
             raise SystemExit(f"targets: --extra {str(d)!r} is not a directory")
         for p in sorted(d.glob("*.jsonl.gz")):
             name = p.name.removesuffix(".jsonl.gz")
             rerun = d / "rerun" / p.name
-            runs.append((name, p, rerun if rerun.is_file() else None, None))
-    for name, path, rerun, fixed in runs:
+            runs.append((name, p, rerun if rerun.is_file() else None, None, None))
+    for name, path, rerun, fixed, rounds in runs:
         if "first" in kinds:
             out.append(Stream(f"first:{name}", "first", str(path), None, bool(fixed)))
         if rerun is not None and "later" in kinds:
-            out.append(Stream(f"later:{name}", "later", str(rerun), None, bool(fixed)))
+            # (a run of --extra is not in the manifest: whether its shapes are fixed, and so
+            # which plan targets it gets, is unknown, and --runplan leaves it out)
+            out.append(Stream(f"later:{name}", "later", str(rerun), None, bool(fixed),
+                              str(path) if rounds is not None else None, rounds or 0))
     if only:
         out = [s for s in out if any(o in s.key for o in only)]
     return sorted(out, key=lambda s: -Path(s.path).stat().st_size)
@@ -145,9 +162,35 @@ def _numbers(r) -> dict:
     return {"reserved": r.peak_reserved_bytes, "calls": r.device_allocs + r.device_frees, "ooms": len(r.ooms)}
 
 
-def measure(stream: Stream, cached: dict | None, settings: dict[str, dict], longer: bool, plan: bool) -> dict:
+def plan_code() -> str:
+    """A digest of the code a run plan is made with: a plan made by other code is made again."""
+    return _digest([SRC / "trace" / n for n in ("runplan.py", "packing.py", "placement.py", "plan.py")])
+
+
+def run_plan_file(first: str, rounds: int, directory: Path) -> Path:
+    """The plan of the recording ``first`` (made as tests/plan/test_runplan.py makes it), kept in
+    ``directory`` under its recording's bytes, its rounds and the code that made it."""
+    from memtune.trace import runplan
+
+    path = directory / f"{Path(first).name.removesuffix('.jsonl.gz')}-{_file_digest(first)}-{rounds}-{plan_code()}.json"
+    if not path.is_file():
+        import memtune
+
+        tr = memtune.load_trace(first)
+        # a count of improvement rounds, whatever they take: the same plan on any machine
+        made = runplan.make_run_plan(tr.devices[0].events, time_budget=120.0, rounds=rounds)
+        directory.mkdir(parents=True, exist_ok=True)
+        part = path.with_name(f"{path.name}.{os.getpid()}.part")
+        made.save(part)
+        part.replace(path)
+    return path
+
+
+def measure(stream: Stream, cached: dict | None, settings: dict[str, dict], longer: bool, plan: bool,
+            runplan_dir: Path | None = None) -> dict:
     """Every number the targets read of one stream (presets from ``cached`` when given;
-    ``settings``: memtune's and memtune-plan's, by policy)."""
+    ``settings``: memtune's and memtune-plan's, by policy; ``runplan_dir``: where the plans of
+    first runs are kept, for a later run's plan targets)."""
     import memtune
     from memtune.trace.replay import replay_device
 
@@ -168,6 +211,13 @@ def measure(stream: Stream, cached: dict | None, settings: dict[str, dict], long
         if repeats:
             out["memtune-plan"] = _numbers(replay_device(tr, dt, "memtune-plan",
                                                          settings=settings["memtune-plan"] or None))
+    if runplan_dir is not None and stream.kind == "later" and stream.first is not None:
+        plan_file = run_plan_file(stream.first, stream.plan_rounds, runplan_dir)
+        served = replay_device(tr, dt, "memtune-plan", settings={**settings["memtune-plan"], "plan_file": str(plan_file)})
+        learned = out.get("memtune-plan") or _numbers(replay_device(tr, dt, "memtune-plan",
+                                                                    settings=settings["memtune-plan"] or None))
+        out["runplan"] = {"served": _numbers(served), "learned": learned}
+        out["fixed_shapes"] = stream.fixed_shapes
     if longer and stream.kind == "first" and stream.fixed_shapes:
         from memtune.errors import MemtuneError
         from memtune.trace.extend import replay_longer_run
@@ -203,12 +253,21 @@ def verdicts(stream: dict) -> dict[str, bool]:
             out["plan<=memtune"] = p <= m["reserved"]
         else:
             out["plan-1.02"] = p <= 1.02 * lb
+    if "runplan" in stream and lb >= MIN_MEANINGFUL_BOUND:
+        served, learned = stream["runplan"]["served"], stream["runplan"]["learned"]
+        if stream["fixed_shapes"]:
+            out["runplan-1.02"] = (served["reserved"] <= min(learned["reserved"], 1.02 * lb) and not served["ooms"])
+            floor = -(-lb // PAGE) * PAGE  # no allocator that maps pages can reserve less
+            out["runplan-page"] = served["reserved"] <= floor + PAGE
+        else:
+            out["runplan-little"] = served["reserved"] <= 1.02 * learned["reserved"]
+            out["runplan-calls"] = served["calls"] <= 2 * learned["calls"]
     return out
 
 
 def _work(args: tuple) -> tuple[str, dict]:
-    stream, cached, settings, longer, plan = args
-    return stream.key, measure(stream, cached, settings, longer, plan)
+    stream, cached, settings, longer, plan, runplan_dir = args
+    return stream.key, measure(stream, cached, settings, longer, plan, runplan_dir)
 
 
 def _parse_settings(items: list[str]) -> dict[str, str]:
@@ -269,14 +328,18 @@ def run(args: argparse.Namespace) -> int:
     if cache.get("code") != code:
         cache = {"code": code, "streams": {}}
     keys = {s.key: f"{_file_digest(s.path)}:{s.device}" for s in todo}
-    jobs = [(s, cache["streams"].get(keys[s.key]), per_policy, args.longer, args.plan) for s in todo]
+    runplan_dir = Path(args.runplan_cache) if args.runplan else None
+    if runplan_dir is not None and runplan_dir.exists() and not runplan_dir.is_dir():
+        raise SystemExit(f"targets: --runplan-cache {str(runplan_dir)!r} is not a directory")
+    jobs = [(s, cache["streams"].get(keys[s.key]), per_policy, args.longer, args.plan, runplan_dir) for s in todo]
     import importlib
 
     import memtune
 
     # imported before the workers fork: they replay the code this process started with, even if
     # the files change while they run (a second checkout tried meanwhile)
-    for module in ("memtune.allocator.arena", "memtune.trace.extend", "memtune.trace.plan", "memtune.trace.replay"):
+    for module in ("memtune.allocator.arena", "memtune.trace.extend", "memtune.trace.plan", "memtune.trace.replay",
+                   "memtune.trace.runplan"):
         importlib.import_module(module)
 
     print(f"memtune from {Path(memtune.__file__).parent}", flush=True)
@@ -306,6 +369,7 @@ def run(args: argparse.Namespace) -> int:
     part.write_text(json.dumps(cache))
     part.replace(cache_path)  # whole or not at all, whatever else writes it meanwhile
     doc = {"memtune": str(Path(memtune.__file__).parent), "settings": settings, "longer": args.longer, "plan": args.plan,
+           "runplan": args.runplan,
            "seconds": round(time.perf_counter() - start, 1), "streams": {s.key: results[s.key] for s in todo}}
     Path(args.output).write_text(json.dumps(doc, indent=1, sort_keys=True))
     summary(doc)
@@ -411,6 +475,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="a directory of first runs (and DIR/rerun of later runs) not in the manifest")
     r.add_argument("--only", action="append", default=[], metavar="NAME", help="streams whose key contains NAME")
     r.add_argument("--kinds", default="shared,first,later", help="which streams (default: shared,first,later)")
+    r.add_argument("--runplan", action="store_true",
+                   help="also serve each later run of the manifest from a plan of its first run")
+    r.add_argument("--runplan-cache", default=str(DEFAULT_RUNPLANS), metavar="DIR",
+                   help=f"where those plans are kept (default {DEFAULT_RUNPLANS})")
     r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a memtune setting")
     r.add_argument("--cache", default=str(DEFAULT_CACHE), help=f"preset results cache (default {DEFAULT_CACHE})")
     c = sub.add_parser("compare", help="verdicts won and lost between two results files")
