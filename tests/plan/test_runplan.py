@@ -108,6 +108,23 @@ def test_a_run_plan_serves_a_longer_run_from_its_first_allocation_at_the_bound()
     assert plan.arena <= 1.05 * bound(longer)
 
 
+def test_a_prologue_is_packed_freely_where_the_steps_slots_leave_it_no_room():
+    """Buffers the prologue allocates and the first served cycle frees may keep the slots the
+    step's cycle has for them, or go where the packer puts them: the better packing is kept.
+    On held-out t5-adafactor-train the slots pin long-lived buffers far back into its first
+    steps, and a 9.5 MiB buffer live through them found no room below the slots: its
+    recording packed at 1.0275 x the bound. Packed freely, 1.0082 (measured)."""
+    tr = _load("t5-adafactor-train.jsonl.gz")
+    evs = [e for e in tr.devices[0].events if e.action in (Action.ALLOC, Action.FREE)]
+    plan = runplan.make_run_plan(evs, time_budget=120.0, rounds=HELDOUT_RUNS["t5-adafactor-train"].plan_rounds)
+    assert plan.ratio <= 1.01, plan.ratio
+    # served on its own recording: every allocation from the plan, no two live blocks
+    # overlapping (serve checks after every event), the one deviation its teardown
+    a, peak = serve(plan, evs, page=2 << 20)
+    assert a.planned_allocs == sum(1 for e in evs if e.action is Action.ALLOC)
+    assert a.deviations == 1 and peak <= -(-plan.arena // (2 << 20)) * (2 << 20)
+
+
 def test_a_run_that_deviates_falls_back_and_learns_online():
     plan = runplan.make_run_plan(lazy_optimizer_training(4), time_budget=0.5, rounds=5)
     evs = lazy_optimizer_training(6)
@@ -403,10 +420,10 @@ TWELFTH_ABOVE = {"style-transfer-lbfgs": "twelfth set: 1.0287 x the bound (the r
                  "qat-train": "twelfth set: 1.0218 x the bound, 5 pages above the page-rounded bound"}
 #: 2 MiB pages cannot hold mlp-train's 36.8 MiB within 2 %: 19 pages are 1.032 x its bound
 PAGE_FLOOR = {"mlp-train"}
-#: the twentieth set's later runs served by a plan from the first: t5-adafactor-train's recording
-#: packs at 1.0275 x its bound (Adafactor's factored statistics), raft-flow-train's at 1.0076
-TWENTIETH_ABOVE = {"t5-adafactor-train": "twentieth set: 1.0276 x the bound, 4 pages above the page-rounded bound "
-                                         "(the recording packs at 1.0275)"}
+#: (the twentieth set's t5-adafactor-train was served at 1.0276 x the bound, 4 pages above the
+#: page-rounded bound, while its recording packed at 1.0275: the step's slots pinned the
+#: previous cycle's buffers far back into its first steps. Since its prologue may be packed
+#: with them placed freely: 1.0082, its later run 1.0109.)
 #: the twenty-first set's dreamer-rssm-train: its recording packs at 1.0165 x its bound (its step at
 #: 1.0255), and the plan serves its later run at 1.0212, 4 pages above the page-rounded bound
 #: (1.1739 learning online). (Before the cyclic packer tried the buffers across the cut first:
@@ -484,7 +501,7 @@ def _served(later_runs: _Plans, name: str) -> tuple[Replayed, Replayed]:
 
 @pytest.mark.parametrize("name", with_measured_misses(FIXED_SHAPES, {
     **{n: "page granularity: the bound rounded up to 2 MiB pages is 1.032 x the bound" for n in PAGE_FLOOR},
-    **TWELFTH_ABOVE, **TWENTIETH_ABOVE, **TWENTYFIRST_ABOVE,
+    **TWELFTH_ABOVE, **TWENTYFIRST_ABOVE,
     "sac-continuous-train": "thirty-first set: page granularity: 5.73 MiB rounded up to 3 pages of 2 MiB is 1.0473 x "
                             "the bound, where the plan serves it",
     "a2c-small-train": "thirty-third set: page granularity: 32.80 MiB rounded up to 17 pages of 2 MiB is 1.0364 x the "
@@ -501,7 +518,6 @@ def test_a_plan_from_an_earlier_run_meets_the_plan_target_on_a_later_run(later_r
     **TWELFTH_ABOVE,
     "vmap-ensemble-train": "fifteenth set: 1.0114 x the bound, 2 pages above the page-rounded bound (the recording "
                            "packs at 1.0111)",
-    **TWENTIETH_ABOVE,
     "raft-flow-train": "twentieth set: 1.0128 x the bound, 2 pages above the page-rounded bound (the recording packs "
                        "at 1.0076)",
     **TWENTYFIRST_ABOVE,
@@ -669,7 +685,7 @@ BELOW_PLAN_SINCE_GROWTH_MIN = {
     "fsdp-gather-train": "memtune-plan 1.0271, memtune 1.0181 (1.0406 before the floor)",
     "diffusion-sample": "memtune-plan 1.0782, memtune 1.0614 (1.0782 before the floor)",
     # (measured once with the climbs and the move slack; before them memtune was at the same 1.0723)
-    "t5-adafactor-train": "twentieth set: memtune-plan 1.0835, memtune 1.0723 (its recording packs at 1.0275)",
+    "t5-adafactor-train": "twentieth set: memtune-plan 1.0835, memtune 1.0723 (a plan of its recording: 1.0082)",
 }
 
 
