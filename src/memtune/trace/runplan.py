@@ -269,14 +269,14 @@ def make_run_plan(events: Sequence[Event], *, initial: Sequence[tuple[int, int, 
     init_pos = [i for i in range(len(init)) if i not in init_off]
     budget = time_budget / 2 if step is not None else time_budget
 
-    def pack_prologue(in_slots: bool, budget: float) -> tuple[list[int], packing.Packing]:
+    def pack_prologue(in_slots: bool, seconds: float) -> tuple[list[int], packing.Packing]:
         """The prologue packed around the fixed buffers, the previous cycle's instances at
         their slots (``in_slots``) or wherever the packer puts them."""
         pinned = [(q + 1, death[q] + 1, round_up(size_at[q]), o) for q, o in slotted.items()] if in_slots else []
         pro = [q for q in range(start) if q in size_at and q not in offsets and not (in_slots and q in slotted)]
         intervals = ([(q + 1, death.get(q, horizon) + 1, size_at[q]) for q in pro]
                      + [(0, init_death[i] + 1, init[i][1]) for i in init_pos])
-        return pro, packing.pack_around(intervals, fixed + pinned, alignment=alignment, time_budget=budget,
+        return pro, packing.pack_around(intervals, fixed + pinned, alignment=alignment, time_budget=seconds,
                                         rounds=rounds)
 
     # (A run with no step keeps them at the bottom too, though the static packer's own
