@@ -181,7 +181,6 @@ def run_plan_file(first: str, rounds: int, directory: Path) -> Path:
         tr = memtune.load_trace(first)
         # a count of improvement rounds, whatever they take: the same plan on any machine
         made = runplan.make_run_plan(tr.devices[0].events, time_budget=120.0, rounds=rounds)
-        directory.mkdir(parents=True, exist_ok=True)
         part = path.with_name(f"{path.name}.{os.getpid()}.part")
         made.save(part)
         part.replace(path)
@@ -331,8 +330,12 @@ def run(args: argparse.Namespace) -> int:
         cache = {"code": code, "streams": {}}
     keys = {s.key: f"{_file_digest(s.path)}:{s.device}" for s in todo}
     runplan_dir = Path(args.runplan_cache) if args.runplan else None
-    if runplan_dir is not None and runplan_dir.exists() and not runplan_dir.is_dir():
-        raise SystemExit(f"targets: --runplan-cache {str(runplan_dir)!r} is not a directory")
+    if runplan_dir is not None:
+        try:  # here, not in a worker: a path that cannot be a directory is named, not a traceback
+            runplan_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise SystemExit(f"targets: --runplan-cache {str(runplan_dir)!r} is not a directory that can be "
+                             f"made or written ({e.strerror or e})") from None
     jobs = [(s, cache["streams"].get(keys[s.key]), per_policy, args.longer, args.plan, runplan_dir) for s in todo]
     import importlib
 

@@ -65,7 +65,7 @@ def test_it_judges_a_run_as_the_tests_do_and_replays_only_memtune_the_second_tim
     (["--kinds", "first,nope"], "--kinds 'first,nope': unknown ['nope']"),
     (["--only", "no-such-run", "--kinds", "first"], "no stream matches --only ['no-such-run']"),
     (["--extra", "/no/such/dir", "--kinds", "first"], "--extra '/no/such/dir' is not a directory"),
-    (["--runplan", "--runplan-cache", "/dev/null", "--kinds", "later"], "--runplan-cache '/dev/null' is not a directory"),
+    (["--runplan", "--runplan-cache", "/dev/null", "--kinds", "later"], "--runplan-cache '/dev/null' is not a directory that can be made or written"),
 ])
 def test_bad_arguments_are_named(tmp_path, argv, says):
     with pytest.raises(SystemExit, match=says.replace("[", r"\[").replace("]", r"\]")):

@@ -287,7 +287,10 @@ def make_run_plan(events: Sequence[Event], *, initial: Sequence[tuple[int, int, 
     # out yolov5-detect-train's later run: 1.1735x the bound with them spread, 1.0540x at
     # the bottom, 1.0431x learned online; measured in docs/policy-log.md.)
     pro_pos, pk = pack_prologue(True, budget / 2 if slotted else budget)
-    if slotted:
+    # (no packing of the prologue ends below the step's slots and the buffers at the bottom:
+    # where the slots reach no higher, packing again cannot win)
+    fixed_top = max((off + size for _s, _e, size, off in fixed), default=0)
+    if slotted and pk.peak > fixed_top:
         # Their slots are where the cycle keeps room for them, but a long-lived one pins a
         # step's slot far back into the prologue, and the prologue's own buffers must then
         # fit around slots scattered over the arena: held-out t5-adafactor-train's 9.5 MiB
@@ -296,8 +299,8 @@ def make_run_plan(events: Sequence[Event], *, initial: Sequence[tuple[int, int, 
         free_pos, free_pk = pack_prologue(False, budget / 2)
         if free_pk.peak < pk.peak:
             pro_pos, pk = free_pos, free_pk
-        else:
-            offsets.update(slotted)
+            slotted = {}
+    offsets.update(slotted)
     got = [int(o) for o in pk.offsets]
     offsets.update(zip(pro_pos, got[:len(pro_pos)]))
     init_off.update(zip(init_pos, got[len(pro_pos):]))
