@@ -37,7 +37,7 @@ any ``--extra`` directory (a set measured but not yet in the manifest; its later
   to pages; the test also checks how tightly the recording packs, which this does not); where
   they change, ``runplan-little`` (<= 1.02 x learning online) and ``runplan-calls`` (<= 2 x its
   device calls). Its misses on the 203 later runs are test_runplan.py's strict xfails, plus
-  ppo-train's two (the tests leave that run to BENCHMARKS.md). Making the 203 plans took 15
+  ppo-train's two (the tests leave that run to BENCHMARKS.md). Making the 203 plans took 10-15
   minutes on two cores (with ``--plan --kinds later``); a later run reuses them.
 
 The strict xfails in tests/plan hold the known misses; a verdict this reports as lost is
